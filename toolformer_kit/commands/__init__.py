@@ -1,0 +1,1 @@
+"""Subcommands of the ``toolformer`` CLI; see :mod:`toolformer_kit.cli`."""

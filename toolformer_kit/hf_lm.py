@@ -1,0 +1,353 @@
+"""The transformers implementation of :class:`toolformer_kit.lm.LanguageModel`.
+
+Design points (each measured or needed for exactness):
+
+* Sequences are right-padded and run through the decoder body only; the output head is applied
+  just to the positions a request needs, in row chunks, since a 150k-entry vocabulary times every
+  position would dominate time and memory.
+* ``call_start_logprobs`` encodes the shared prompt once and reuses its KV cache for every text
+  (a several-fold saving for a few-hundred-token demonstration prompt).
+* ``sample`` left-pads, keeps a KV cache, retires rows as soon as they reach the stop string, and
+  draws every row from its own generator seeded by (seed, prefix, sample index), so the samples
+  for a prefix do not depend on what else is in the batch.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, cut_at_stop
+
+log = logging.getLogger(__name__)
+
+
+def _pick_device(device: str | None) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _cache_kwarg(module) -> str:
+    """transformers renamed ``past_key_values`` to ``cache``; use whichever forward() takes."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
+
+
+class HFLanguageModel:
+    """A causal LM from transformers behind the three annotation primitives."""
+
+    def __init__(self, model, tokenizer, name: str = "", batch_tokens: int = 4096, max_batch: int = 32,
+                 head_chunk: int = 512):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name or getattr(model.config, "_name_or_path", "model")
+        self.batch_tokens = batch_tokens
+        self.max_batch = max_batch
+        self.head_chunk = head_chunk
+        self.device = next(model.parameters()).device
+        self.bos_ids = self._leading_special_ids()
+        self.call_open_ids = self.encode(CALL_OPEN_TEXT)
+        if len(self.call_open_ids) != 1:
+            log.warning("%r is %d tokens for this tokenizer; call-start probabilities use the first "
+                        "token only (an upper bound)", CALL_OPEN_TEXT, len(self.call_open_ids))
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
+            tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0)
+        self.eos_ids = self._eos_ids()
+        self.max_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
+        self._cache_kw = _cache_kwarg(self._body())
+        self._head_is_exact = self._check_head()
+
+    # ---------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, model: str, device: str | None = None, dtype: str | None = None,
+             cache: str | None = None, **kwargs) -> "HFLanguageModel":
+        """Load an embedded model name, a local folder or a hub id."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from .models import resolve_model
+
+        path = resolve_model(model, cache)
+        dev = _pick_device(device)
+        torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+        try:
+            tok = AutoTokenizer.from_pretrained(path)
+            lm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+        except OSError as exc:
+            raise RuntimeError(
+                f"could not load model {model!r} ({exc.__class__.__name__}: {str(exc).splitlines()[0]}). "
+                "Without access to a model hub, use an embedded model (toolformer models list) "
+                "or a local Hugging Face folder."
+            ) from None
+        return cls(lm.to(dev), tok, name=model, **kwargs)
+
+    def _leading_special_ids(self) -> list[int]:
+        """The ids the tokenizer puts before any text (a BOS for Gemma, nothing for SmolLM2)."""
+        plain = self.tokenizer.encode("a", add_special_tokens=False)
+        full = self.tokenizer.encode("a")
+        idx = full.index(plain[0]) if plain and plain[0] in full else 0
+        return list(full[:idx])
+
+    def _eos_ids(self) -> set[int]:
+        ids = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        ids = ids if isinstance(ids, list) else [ids]
+        if self.tokenizer.eos_token_id is not None:
+            ids.append(self.tokenizer.eos_token_id)
+        return {i for i in ids if i is not None}
+
+    # ---------------------------------------------------------------- tokens
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def _ids(self, x: TextOrIds) -> list[int]:
+        return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Token ids and each token's start character, tiling the text with no gaps."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        starts, prev_end = [], 0
+        for s, e in enc["offset_mapping"]:
+            starts.append(min(s, prev_end))
+            prev_end = max(prev_end, e)
+        return ids, starts
+
+    # ---------------------------------------------------------------- forward helpers
+    def _body(self):
+        return getattr(self.model, self.model.base_model_prefix)
+
+    def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = self.model.get_output_embeddings()(hidden).float()
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+    @torch.no_grad()
+    def _check_head(self) -> bool:
+        """Our body+head shortcut must reproduce the model's own logits; else use the full model."""
+        ids = torch.tensor([self.bos_ids + self.encode("Check the head.")], device=self.device)
+        full = self.model(input_ids=ids).logits.float()
+        ours = self._head_logits(self._body()(input_ids=ids).last_hidden_state)
+        ok = torch.allclose(full, ours, atol=1e-3, rtol=1e-3)
+        if not ok:
+            log.warning("model head is not a plain projection; falling back to full forward passes")
+        return ok
+
+    def _hidden(self, batch: list[list[int]], past=None, past_len: int = 0) -> torch.Tensor:
+        """Right-padded forward through the body; returns last hidden states (B, L, H)."""
+        width = max(len(s) for s in batch)
+        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), past_len + width), dtype=torch.long)
+        mask[:, :past_len] = 1
+        for r, seq in enumerate(batch):
+            ids[r, : len(seq)] = torch.tensor(seq)
+            mask[r, past_len: past_len + len(seq)] = 1
+        pos = torch.arange(past_len, past_len + width).unsqueeze(0).expand(len(batch), -1)
+        kwargs = dict(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                      position_ids=pos.to(self.device), use_cache=past is not None, **{self._cache_kw: past})
+        if self._head_is_exact:
+            return self._body()(**kwargs).last_hidden_state
+        return self.model(**kwargs, output_hidden_states=True).hidden_states[-1]
+
+    def _logprob_rows(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """log p(target_r | row r) for hidden rows (N, H), computed in chunks."""
+        out = []
+        for s in range(0, hidden.shape[0], self.head_chunk):
+            logits = self._head_logits(hidden[s: s + self.head_chunk])
+            lp = logits.gather(-1, targets[s: s + self.head_chunk, None]).squeeze(-1)
+            out.append(lp - torch.logsumexp(logits, dim=-1))
+        return torch.cat(out) if out else hidden.new_zeros(0)
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped longest-first under the token budget, to keep padding small."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        groups, cur, cur_max = [], [], 0
+        for i in order:
+            new_max = max(cur_max, lengths[i])
+            if cur and (new_max * (len(cur) + 1) > self.batch_tokens or len(cur) >= self.max_batch):
+                groups.append(cur)
+                cur, new_max = [], lengths[i]
+            cur.append(i)
+            cur_max = new_max
+        if cur:
+            groups.append(cur)
+        return groups
+
+    def _check_length(self, n: int) -> None:
+        if n > self.max_length:
+            raise ValueError(f"sequence of {n} tokens exceeds the model's context of {self.max_length}; "
+                             "split the text into shorter windows")
+
+    # ---------------------------------------------------------------- primitive 1
+    @torch.no_grad()
+    def call_start_logprobs(self, prompt: TextOrIds, texts: Sequence[str],
+                            contexts: Sequence[TextOrIds] | None = None,
+                            reuse_prompt_cache: bool = True) -> list[PositionLogprobs]:
+        """See :class:`~toolformer_kit.lm.LanguageModel`; ``contexts[j]`` sits between the shared
+        prompt and text j (e.g. ``"Input: x\nOutput:"``) and is not scored."""
+        prompt_ids = self.bos_ids + self._ids(prompt)
+        if not prompt_ids:
+            raise ValueError("call_start_logprobs needs a non-empty prompt: the first position has no context")
+        ctx = [self._ids(c) for c in contexts] if contexts is not None else [[] for _ in texts]
+        if len(ctx) != len(texts):
+            raise ValueError("call_start_logprobs needs one context per text")
+        encoded = [self.encode_with_offsets(t) for t in texts]
+        for (ids, _), c in zip(encoded, ctx):
+            self._check_length(len(prompt_ids) + len(c) + len(ids))
+        target = torch.tensor(self.call_open_ids[:1] or [0], device=self.device)
+        results: list[PositionLogprobs | None] = [None] * len(texts)
+        past, last_hidden = (self._prompt_cache(prompt_ids) if reuse_prompt_cache and prompt_ids
+                             else (None, None))
+        rows_all = [c + e[0] for c, e in zip(ctx, encoded)]
+        shared = 0 if past is not None else len(prompt_ids)
+        for group in self._batches([len(r) + shared for r in rows_all]):
+            rows = [rows_all[i] for i in group]
+            if past is not None:
+                batch_past = copy.deepcopy(past)
+                batch_past.batch_repeat_interleave(len(group))
+                hidden = self._hidden([r or [self.pad_id] for r in rows], batch_past, len(prompt_ids))
+                # the position before a row's first token is the prompt's last one
+                hidden = torch.cat([last_hidden.expand(len(group), 1, -1), hidden], dim=1)
+            else:
+                hidden = self._hidden([prompt_ids + r for r in rows])[:, len(prompt_ids) - 1:]
+            for b, i in enumerate(group):
+                n, start = len(encoded[i][0]), len(ctx[i])
+                h = hidden[b, start: start + n]
+                lp = self._logprob_rows(h, target.expand(n)).cpu().numpy().astype(np.float64)
+                results[i] = PositionLogprobs(encoded[i][0], encoded[i][1], lp)
+        return results  # type: ignore[return-value]
+
+    def _prompt_cache(self, prompt_ids: list[int]):
+        from transformers import DynamicCache
+
+        past = DynamicCache()
+        ids = torch.tensor([prompt_ids], device=self.device)
+        kw = {self._cache_kw: past}
+        out = self._body()(input_ids=ids, use_cache=True, **kw) if self._head_is_exact \
+            else self.model(input_ids=ids, use_cache=True, output_hidden_states=True, **kw)
+        hidden = out.last_hidden_state if self._head_is_exact else out.hidden_states[-1]
+        return past, hidden[:, -1:]
+
+    # ---------------------------------------------------------------- primitive 3
+    @torch.no_grad()
+    def token_logprobs(self, prefixes: Sequence[TextOrIds],
+                       continuations: Sequence[TextOrIds]) -> list[np.ndarray]:
+        if len(prefixes) != len(continuations):
+            raise ValueError("token_logprobs needs one continuation per prefix")
+        seqs, cuts = [], []
+        for p, c in zip(prefixes, continuations):
+            head, tail = self.bos_ids + self._ids(p), self._ids(c)
+            if not head:
+                raise ValueError("token_logprobs needs a non-empty prefix (the first token has no context)")
+            self._check_length(len(head) + len(tail))
+            seqs.append(head + tail)
+            cuts.append(len(head))
+        results: list[np.ndarray] = [np.zeros(0)] * len(seqs)
+        for group in self._batches([len(s) for s in seqs]):
+            hidden = self._hidden([seqs[i] for i in group])
+            rows, targets, spans = [], [], []
+            for b, i in enumerate(group):
+                n = len(seqs[i]) - cuts[i]
+                rows.append(hidden[b, cuts[i] - 1: cuts[i] - 1 + n])
+                targets += seqs[i][cuts[i]:]
+                spans.append(n)
+            lp = self._logprob_rows(torch.cat(rows), torch.tensor(targets, device=self.device))
+            for i, chunk in zip(group, torch.split(lp, spans)):
+                results[i] = chunk.cpu().numpy().astype(np.float64)
+        return results
+
+    # ---------------------------------------------------------------- primitive 2
+    def _row_generator(self, seed: int, prefix: list[int], j: int) -> torch.Generator:
+        digest = hashlib.sha256(f"{seed}|{j}|{','.join(map(str, prefix))}".encode()).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & ((1 << 63) - 1))
+
+    @torch.no_grad()
+    def sample(self, prefixes: Sequence[TextOrIds], n: int, stop: str = "]",
+               config: SamplingConfig | None = None) -> list[list[Sample]]:
+        cfg = config or SamplingConfig()
+        heads = [self.bos_ids + self._ids(p) for p in prefixes]
+        for h in heads:
+            self._check_length(len(h) + cfg.max_new_tokens)
+        out: list[list[Sample]] = [[] for _ in heads]
+        per_group = max(1, self.max_batch // max(n, 1))
+        order = sorted(range(len(heads)), key=lambda i: -len(heads[i]))
+        for s in range(0, len(order), per_group):
+            group = order[s: s + per_group]
+            for i, samples in zip(group, self._sample_group([heads[i] for i in group], n, stop, cfg)):
+                out[i] = samples
+        return out
+
+    def _sample_group(self, heads: list[list[int]], n: int, stop: str, cfg: SamplingConfig) -> list[list[Sample]]:
+        from transformers import DynamicCache
+
+        width = max(len(h) for h in heads)
+        ids = torch.full((len(heads), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, h in enumerate(heads):
+            ids[r, width - len(h):] = torch.tensor(h)
+            mask[r, width - len(h):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        past = DynamicCache()
+        logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                            position_ids=pos.to(self.device), use_cache=True, logits_to_keep=1,
+                            **{self._cache_kw: past}).logits[:, -1].float()
+        past.batch_repeat_interleave(n)
+        logits = logits.repeat_interleave(n, 0)
+        mask = mask.repeat_interleave(n, 0).to(self.device)
+        next_pos = (pos[:, -1] + 1).repeat_interleave(n, 0).to(self.device)
+        gens = [self._row_generator(cfg.seed, h, j) for h in heads for j in range(n)]
+        rows = list(range(len(gens)))  # which (head, sample) each live batch row is
+        generated: list[list[int]] = [[] for _ in gens]
+        done: list[Sample | None] = [None] * len(gens)
+        for _ in range(cfg.max_new_tokens):
+            tokens = [self._draw(logits[b], gens[r], cfg) for b, r in enumerate(rows)]
+            keep = []
+            for b, (r, t) in enumerate(zip(rows, tokens)):
+                generated[r].append(t)
+                text, closed = cut_at_stop(self.decode(generated[r]), stop)
+                if closed or t in self.eos_ids:
+                    done[r] = Sample(text, closed, list(generated[r]))
+                else:
+                    keep.append(b)
+            if not keep:
+                break
+            if len(keep) < len(rows):
+                sel = torch.tensor(keep, device=self.device)
+                past.batch_select_indices(sel)
+                mask, next_pos = mask[sel], next_pos[sel]
+                tokens = [tokens[b] for b in keep]
+                rows = [rows[b] for b in keep]
+            mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
+            step = self.model(input_ids=torch.tensor(tokens, device=self.device)[:, None], attention_mask=mask,
+                              position_ids=next_pos[:, None], use_cache=True, **{self._cache_kw: past})
+            logits = step.logits[:, -1].float()
+            next_pos = next_pos + 1
+        for r in range(len(gens)):
+            if done[r] is None:
+                done[r] = Sample(self.decode(generated[r]), False, list(generated[r]))
+        return [done[h * n:(h + 1) * n] for h in range(len(heads))]  # type: ignore[misc]
+
+    @staticmethod
+    def _draw(logits: torch.Tensor, gen: torch.Generator, cfg: SamplingConfig) -> int:
+        if cfg.temperature <= 0:
+            return int(torch.argmax(logits))
+        logits = logits.detach().cpu() / cfg.temperature
+        if cfg.top_k and cfg.top_k < logits.shape[-1]:
+            kth = torch.topk(logits, cfg.top_k).values[-1]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        probs = torch.softmax(logits, dim=-1)
+        if cfg.top_p < 1.0:
+            sorted_p, idx = torch.sort(probs, descending=True)
+            drop = sorted_p.cumsum(-1) - sorted_p > cfg.top_p
+            probs = probs.scatter(0, idx, sorted_p.masked_fill(drop, 0.0))
+        return int(torch.multinomial(probs, 1, generator=gen))

@@ -1,0 +1,118 @@
+"""The language-model interface: the only door through which the pipeline touches a model.
+
+Annotation needs exactly three things from a model, so a backend (transformers here; vLLM or a
+fake in tests) implements exactly three methods:
+
+* :meth:`LanguageModel.call_start_logprobs` — log P(" [" | prompt, x₁…x_{i−1}) at every token
+  position i of a text, from one forward pass. This picks where calls may go.
+* :meth:`LanguageModel.sample` — n continuations per prefix, cut at the first "]". This proposes
+  calls.
+* :meth:`LanguageModel.token_logprobs` — log p of each continuation token given its prefix. This
+  scores calls.
+
+Prefixes and continuations may be given as text or as token ids. Ids matter for scoring: the
+tokens x_j being scored must be the document's own tokens whatever precedes them, which re-encoding
+``call + text`` as one string would not guarantee.
+
+**The call-open token.** " [" is one token in every embedded model (SmolLM2 933, Qwen 508,
+Gemma 870). Where a tokenizer splits " [" into several tokens, ``call_open_ids`` holds them all
+and ``call_start_logprobs`` reports the log-probability of the *first* one only — an upper bound
+on the probability of the whole sequence, so position selection keeps at least the positions
+the exact value would keep; a warning is logged once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, Union, runtime_checkable
+
+import numpy as np
+
+from .registry import Registry
+
+TextOrIds = Union[str, Sequence[int]]
+
+CALL_OPEN_TEXT = " ["
+
+
+@dataclass
+class PositionLogprobs:
+    """log P(call-open | prompt, x_<i) for each token x_i of one text.
+
+    ``offsets[i]`` is the character index where token i starts in the text (including any
+    leading space it carries), so a call chosen at position i is inserted at ``text[:offsets[i]]``.
+    """
+
+    token_ids: list[int]
+    offsets: list[int]
+    logprobs: np.ndarray
+
+    @property
+    def probs(self) -> np.ndarray:
+        return np.exp(self.logprobs)
+
+
+@dataclass
+class Sample:
+    """One sampled continuation; ``closed`` says whether the stop string was reached."""
+
+    text: str
+    closed: bool
+    token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SamplingConfig:
+    """How :meth:`LanguageModel.sample` draws; temperature 0 means greedy."""
+
+    max_new_tokens: int = 48
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """What every backend provides. Implementations must give results that do not depend on how
+    requests are batched (up to float round-off)."""
+
+    name: str
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def call_start_logprobs(self, prompt: TextOrIds, texts: Sequence[str],
+                            contexts: Sequence[TextOrIds] | None = None) -> list[PositionLogprobs]:
+        """``prompt`` is shared by all texts (its KV cache is reused); ``contexts[j]``, if given,
+        sits between the prompt and text j and is not scored."""
+
+    def sample(self, prefixes: Sequence[TextOrIds], n: int, stop: str = "]",
+               config: SamplingConfig | None = None) -> list[list[Sample]]:
+        """``n`` continuations of each prefix, each cut just after the first ``stop``."""
+
+    def token_logprobs(self, prefixes: Sequence[TextOrIds],
+                       continuations: Sequence[TextOrIds]) -> list[np.ndarray]:
+        """log p(c_t | prefix, c_<t) for every token of each continuation."""
+
+
+BACKENDS: Registry = Registry("LM backend")
+BACKENDS.add("hf", "toolformer_kit.hf_lm:HFLanguageModel")
+
+
+def load_lm(model: str, backend: str = "hf", **kwargs) -> LanguageModel:
+    """Load ``model`` (embedded name, folder or hub id) with the named backend."""
+    return BACKENDS.get(backend).load(model, **kwargs)
+
+
+def cut_at_stop(text: str, stop: str) -> tuple[str, bool]:
+    """Cut ``text`` just after the first ``stop``; also says whether it was found.
+
+    >>> cut_at_stop("Calculator(1 + 2)] and more", "]")
+    ('Calculator(1 + 2)]', True)
+    >>> cut_at_stop("Calculator(1 +", "]")
+    ('Calculator(1 +', False)
+    """
+    idx = text.find(stop) if stop else -1
+    return (text[: idx + len(stop)], True) if idx >= 0 else (text, False)
