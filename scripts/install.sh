@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install the package with its test and training extras.
+# torch is installed first and pinned (==2.13.0, a CPU build on this kind of machine), so that no
+# later requirement can pull a different (multi-GB CUDA) build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+VPY=.venv/bin/python
+"$VPY" -m pip install --quiet --upgrade pip
+"$VPY" -m pip install --quiet "torch==2.13.0"
+"$VPY" -m pip install --quiet -e ".[test,train]"
+"$VPY" - <<'PYEOF'
+import torch
+assert torch.__version__.startswith("2.13.0"), f"unexpected torch {torch.__version__}"
+print(f"installed: torch {torch.__version__}")
+PYEOF

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install everything from the package registries, then run the default test suite.
+# Embedded models are pulled into the cache on first use ($TOOLFORMER_CACHE or ~/.cache/toolformer-kit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+set +e
+.venv/bin/python -m pytest -m "not slow" --timeout 1200 "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests" >&2
+  exit 1
+fi
+exit "$rc"
