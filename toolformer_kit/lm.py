@@ -99,6 +99,7 @@ class LanguageModel(Protocol):
 
 BACKENDS: Registry = Registry("LM backend")
 BACKENDS.add("hf", "toolformer_kit.hf_lm:HFLanguageModel")
+BACKENDS.add("vllm", "toolformer_kit.vllm_lm:VLLMLanguageModel")
 
 
 def load_lm(model: str, backend: str = "hf", **kwargs) -> LanguageModel:

