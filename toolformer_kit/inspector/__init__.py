@@ -1,0 +1,1 @@
+"""A local, read-only web page over annotation outputs and evaluation traces (``toolformer inspect``)."""

@@ -1,0 +1,140 @@
+"""The inspector's HTTP layer: a static page plus a few JSON endpoints, bound to 127.0.0.1 only.
+
+Corpus text never goes into HTML on the server: every endpoint returns JSON, and the page puts
+text into the DOM with ``textContent`` only, so a document holding ``<script>`` is shown, not run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from urllib.parse import parse_qs, urlparse
+
+from ..calls import find_calls, format_call
+from .data import InspectData, kept_counts
+
+log = logging.getLogger(__name__)
+PAGE_SIZE = 50
+
+
+def segments(text: str) -> list[dict]:
+    """Split text into plain and call pieces, for highlighting.
+
+    >>> segments("a [Calculator(1 + 1) -> 2] b")
+    [{'text': 'a ', 'call': False}, {'text': '[Calculator(1 + 1) -> 2]', 'call': True}, {'text': ' b', 'call': False}]
+    """
+    out, last = [], 0
+    for p in find_calls(text):
+        if p.start > last:
+            out.append({"text": text[last:p.start], "call": False})
+        out.append({"text": text[p.start:p.end], "call": True})
+        last = p.end
+    if last < len(text):
+        out.append({"text": text[last:], "call": False})
+    return out
+
+
+def candidate_view(c: dict, documents: dict[str, str]) -> dict:
+    """A candidate with its document cut around the call position."""
+    text = documents.get(str(c["doc_id"]))
+    view = {k: v for k, v in c.items() if not k.startswith("_")} | {"key": c["_key"]}
+    if text is None:
+        return view | {"before": None, "call_text": None, "after": None}
+    cut = max(0, min(int(c.get("char_offset") or 0), len(text)))
+    try:
+        call_text = format_call_safe(c)
+    except ValueError:
+        call_text = f" [{c['tool']}({c.get('input') or c.get('sample', '')})]"
+    return view | {"before": text[:cut], "call_text": call_text, "after": text[cut:]}
+
+
+def format_call_safe(c: dict) -> str:
+    from ..calls import ToolCall
+
+    return format_call(ToolCall(c["tool"], c.get("input") or "", c.get("result")))
+
+
+def _filter_candidates(data: InspectData, q: dict) -> list[dict]:
+    rows = data.candidates
+    if q.get("tool"):
+        rows = [c for c in rows if c["tool"] == q["tool"]]
+    status, tau = q.get("status", "all"), float(q.get("tau_f") or 1.0)
+    if status == "kept":
+        rows = [c for c in rows if c.get("score") is not None and c["score"] >= tau]
+    elif status == "rejected":
+        rows = [c for c in rows if c.get("score") is not None and c["score"] < tau]
+    elif status == "unscored":
+        rows = [c for c in rows if c.get("score") is None]
+    if q.get("sort", "score") == "score":
+        rows = sorted(rows, key=lambda c: -(c["score"] if c.get("score") is not None else float("-inf")))
+    return rows
+
+
+def api(data: InspectData, path: str, q: dict) -> object:
+    """Answer one API request (pure, so tests need no server)."""
+    offset, limit = int(q.get("offset") or 0), min(int(q.get("limit") or PAGE_SIZE), 500)
+    if path == "/api/meta":
+        return {"sources": data.sources, "tools": data.tools(), "candidates": len(data.candidates),
+                "generations": len(data.generations), "documents": len(data.documents),
+                "tasks": sorted({g["task"] for g in data.generations})}
+    if path == "/api/scores":
+        scores: dict[str, list] = {}
+        for c in data.candidates:
+            scores.setdefault(c["tool"], []).append(c.get("score"))
+        return scores
+    if path == "/api/counts":
+        return kept_counts(data.candidates, float(q.get("tau_f") or 1.0))
+    if path == "/api/candidates":
+        rows = _filter_candidates(data, q)
+        return {"total": len(rows), "rows": [candidate_view(c, data.documents) for c in rows[offset: offset + limit]]}
+    if path == "/api/generations":
+        rows = [g for g in data.generations if not q.get("task") or g["task"] == q["task"]]
+        page = rows[offset: offset + limit]
+        return {"total": len(rows), "rows": [g | {"segments": segments(g.get("output", ""))} for g in page]}
+    raise KeyError(path)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def __init__(self, *args, data: InspectData, **kwargs):
+        self.data = data
+        super().__init__(*args, **kwargs)
+
+    def log_message(self, fmt, *args):  # route access logs to logging, not stderr
+        log.debug(fmt, *args)
+
+    def _send(self, code: int, body: bytes, ctype: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        url = urlparse(self.path)
+        q = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        static = {"/": ("page.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript"),
+                  "/style.css": ("style.css", "text/css")}
+        if url.path in static:
+            name, ctype = static[url.path]
+            return self._send(200, resources.files(__package__).joinpath(name).read_bytes(), ctype)
+        try:
+            body = api(self.data, url.path, q)
+        except KeyError:
+            return self._send(404, b'{"error": "not found"}', "application/json")
+        except ValueError as exc:
+            return self._send(400, json.dumps({"error": str(exc)}).encode(), "application/json")
+        self._send(200, json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+
+
+def serve(data: InspectData, port: int = 8765, background: bool = False) -> ThreadingHTTPServer:
+    """Serve on 127.0.0.1 (never on other interfaces); port 0 picks a free one."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(Handler, data=data))
+    if background:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
