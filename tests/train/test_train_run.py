@@ -1,0 +1,162 @@
+"""``run_training`` end to end on a tiny randomly initialised model with SmolLM2's real tokenizer:
+resuming, out-of-memory, bad data, the +CC warning. Fast (seconds), so the branches are cheap
+to cover; the real-model run is in test_train_smollm2.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from toolformer_kit.config import ConfigError
+from toolformer_kit.train import trainer as trainer_mod
+from toolformer_kit.train.config import TrainConfig
+from toolformer_kit.train.data import DataError
+
+pytestmark = pytest.mark.real_model  # needs the pulled SmolLM2 tokenizer
+
+CSTAR = [f"Box {i} holds {10 + i} pens and {i + 2} pencils, {12 + 2 * i} [Calculator({10 + i} + {i + 2}) -> "
+         f"{12 + 2 * i}] {12 + 2 * i} items." for i in range(12)]
+DEV = ["The river flows north through the valley.", "A small town stands on the hill."]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A 2-layer Llama with SmolLM2's tokenizer, saved as an ordinary HF folder."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from toolformer_kit.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+                         tie_word_embeddings=True, eos_token_id=tok.eos_token_id)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture
+def files(tmp_path):
+    cstar = tmp_path / "cstar.jsonl"
+    cstar.write_text("".join(json.dumps({"text": t}) + "\n" for t in CSTAR))
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("".join(json.dumps({"text": t}) + "\n" for t in DEV))
+    return cstar, dev
+
+
+def _cfg(model, cstar, dev, out, **kw):
+    base = dict(model=model, data=str(cstar), dev_data=str(dev), out=str(out), max_length=32, batch_size=4,
+                effective_batch=4, max_steps=4, eval_steps=2, learning_rate=1e-3, device="cpu", logging_steps=1)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(tiny_model, files, tmp_path, monkeypatch, caplog):
+    cstar, dev = files
+    cfg = _cfg(tiny_model, cstar, dev, tmp_path / "run")
+    original = trainer_mod.EvaluateAtEnd.on_step_end
+
+    def crash_at_step_3(self, args, state, control, **kw):
+        if state.global_step == 3:
+            raise KeyboardInterrupt
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(cfg)
+    assert (tmp_path / "run" / "checkpoints" / "checkpoint-2").is_dir()
+    assert not (tmp_path / "run" / trainer_mod.SUMMARY).exists()
+
+    steps_run = []
+
+    def count(self, args, state, control, **kw):
+        steps_run.append(state.global_step)
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    with caplog.at_level(logging.INFO, logger="toolformer_kit.train.trainer"):
+        summary = trainer_mod.run_training(cfg)
+    assert "resuming from" in caplog.text and "checkpoint-2" in caplog.text
+    assert steps_run == [3, 4]  # steps 1-2 were not trained again
+    assert [step for step, _ in summary["evaluations"]] == [0, 2, 4]
+    assert not (tmp_path / "run" / "checkpoints").exists()  # removed once the run finished
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+    with pytest.raises(ConfigError, match="already holds a finished run"):
+        trainer_mod.run_training(cfg)
+
+
+def test_out_of_memory_names_the_settings_to_lower(tiny_model, files, tmp_path, monkeypatch):
+    from transformers import Trainer
+
+    def oom(self, *a, **kw):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    monkeypatch.setattr(Trainer, "train", oom)
+    cfg = _cfg(tiny_model, *files, tmp_path / "oom", batch_size=4, max_length=32)
+    with pytest.raises(trainer_mod.ResourceError, match=r"--batch-size \(now 4.*--max-length \(now 32\)"):
+        trainer_mod.run_training(cfg)
+
+
+def test_bad_data_file_fails_before_any_model_loads(tiny_model, files, tmp_path, monkeypatch):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"content": "no text field"}\n')
+    monkeypatch.setattr(trainer_mod, "load_model", lambda cfg, path: pytest.fail("model loaded before data checked"))
+    with pytest.raises(DataError, match="line 2"):
+        trainer_mod.run_training(_cfg(tiny_model, bad, files[1], tmp_path / "bad"))
+
+
+def test_data_without_calls_warns_that_this_is_the_cc_baseline(tiny_model, files, tmp_path, caplog):
+    from transformers import AutoTokenizer
+
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"text": "Nothing to compute here at all."}) + "\n")
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    with caplog.at_level(logging.WARNING):
+        trainer_mod.prepare_data(_cfg(tiny_model, plain, files[1], tmp_path / "x"), tok)
+    assert "no tool calls" in caplog.text and "'+CC' baseline" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        prepared = trainer_mod.prepare_data(_cfg(tiny_model, files[0], files[1], tmp_path / "y"), tok)
+    assert "no tool calls" not in caplog.text
+    assert prepared["tools"] == {"Calculator": 12} and prepared["counts"]["dev documents"] == 2
+
+
+def test_cc_run_trains_on_the_same_texts_without_calls(tiny_model, files, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    with_calls = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "a", max_length=64), tok)
+    cc = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "b", max_length=64, plain_baseline=True), tok)
+    decoded = [tok.decode(s) for s in cc["train"].sequences]
+    assert len(cc["train"]) == len(with_calls["train"]) and not any("Calculator" in d for d in decoded)
+    assert cc["counts"]["training tokens"] < with_calls["counts"]["training tokens"]
+    assert cc["dev"].sequences == with_calls["dev"].sequences  # identical dev texts: comparable perplexity
+    assert cc["tools"] == {} and cc["removed_calls"] == {"Calculator": 12}
+
+
+def test_cli_merges_a_saved_adapter_into_a_plain_folder(tiny_model, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from toolformer_kit.commands.train import main
+    from toolformer_kit.train import lora
+
+    peft_model = lora.wrap(AutoModelForCausalLM.from_pretrained(tiny_model), r=4, alpha=8, dropout=0.0)
+    with torch.no_grad():  # LoRA starts as a no-op (B = 0); make it change the outputs
+        for name, param in peft_model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    peft_model.save_pretrained(tmp_path / "adapter")
+    assert main(["--merge-adapter", str(tmp_path / "adapter"), "--out", str(tmp_path / "merged")]) == 0
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
+    ids = torch.tensor([[5, 17, 300, 42]])
+    with torch.no_grad():
+        expected, got = peft_model.eval()(input_ids=ids).logits, merged(input_ids=ids).logits
+        base = AutoModelForCausalLM.from_pretrained(tiny_model)(input_ids=ids).logits
+    assert not (tmp_path / "merged" / "adapter_config.json").exists()
+    assert torch.allclose(got, expected, atol=1e-4) and not torch.allclose(got, base, atol=1e-3)
+    assert main(["--merge-adapter", str(tmp_path / "nothing"), "--out", str(tmp_path / "m2")]) == 2

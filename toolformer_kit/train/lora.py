@@ -1,0 +1,76 @@
+"""LoRA through PEFT: the cheap way to fine-tune on a CPU, merged back into a plain model folder.
+
+A LoRA run trains small low-rank adapters next to the frozen weights. The rest of the toolkit
+(``load_lm``, decoding, evaluation) expects an ordinary Hugging Face folder, so the final model
+is always merged: W + (alpha / r) B A is written back into each adapted weight and the adapter
+disappears. The unmerged adapter is kept beside it for anyone who wants it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+log = logging.getLogger(__name__)
+
+ADAPTER_DIR = "adapter"
+
+
+def default_targets(model) -> list[str]:
+    """Names of every linear layer inside the decoder blocks (not the output head).
+
+    PEFT's ``"all-linear"`` does much the same; naming the layers keeps the model card explicit.
+    """
+    import torch
+
+    names = set()
+    head = model.get_output_embeddings()
+    for full_name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and module is not head:
+            names.add(full_name.rsplit(".", 1)[-1])
+    return sorted(names)
+
+
+def wrap(model, r: int, alpha: int, dropout: float, targets: Sequence[str] = ()):
+    """The model with LoRA adapters attached; only the adapters require gradients."""
+    from peft import LoraConfig, get_peft_model
+
+    targets = list(targets) or default_targets(model)
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets,
+                        task_type="CAUSAL_LM", bias="none")
+    peft_model = get_peft_model(model, config)
+    trainable, total = peft_model.get_nb_trainable_parameters()
+    log.info("LoRA r=%d on %s: %.2fM of %.1fM parameters train", r, ",".join(targets), trainable / 1e6, total / 1e6)
+    return peft_model
+
+
+def is_peft(model) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "merge_and_unload")
+
+
+def merge(model):
+    """A plain transformers model with the adapters folded into the weights."""
+    return model.merge_and_unload() if is_peft(model) else model
+
+
+def merge_adapter_folder(adapter_dir: str | Path, out_dir: str | Path, base_model: str | None = None) -> Path:
+    """Merge a saved adapter (e.g. a checkpoint of an interrupted LoRA run) into a plain folder.
+
+    The base model is read from the adapter's own config unless ``base_model`` is given.
+    """
+    from peft import PeftConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..models import resolve_model
+
+    adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{adapter_dir} holds no adapter_config.json; give the adapter folder of a LoRA run")
+    base = resolve_model(base_model or PeftConfig.from_pretrained(adapter_dir).base_model_name_or_path)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), adapter_dir)
+    merge(model).save_pretrained(out_dir)
+    tok_source = adapter_dir if (adapter_dir / "tokenizer_config.json").is_file() else base
+    AutoTokenizer.from_pretrained(tok_source).save_pretrained(out_dir)
+    log.info("merged %s into %s", adapter_dir, out_dir)
+    return out_dir

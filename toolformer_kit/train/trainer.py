@@ -1,0 +1,325 @@
+"""Fine-tune on C* with the stock Hugging Face Trainer; a thin layer of setup and bookkeeping.
+
+Nothing here changes how the Trainer learns: the objective is the model's own next-token loss on
+every token (calls included). What this module adds is what a Toolformer run needs around it:
+the paper's settings, token-level dev perplexity with the best checkpoint kept, a progress bar
+that shows the loss, resuming, a clear message on out-of-memory, and a finished folder that
+loads like any other model, with its card and plot.
+
+Layout of ``--out``::
+
+    config.json, model.safetensors, tokenizer files   the trained (best) model, LoRA merged in
+    README.md, training_curve.png                     model card and plot
+    adapter/                                          the unmerged LoRA adapter (LoRA runs only)
+    checkpoints/checkpoint-N/                         Trainer checkpoints, removed once finished
+    train_summary.json                                written last: its presence means "done"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers import TrainerCallback
+
+from ..config import ConfigError, to_dict
+from . import card, data, lora, metrics
+from .config import TrainConfig
+
+log = logging.getLogger(__name__)
+
+SUMMARY = "train_summary.json"
+CHECKPOINTS = "checkpoints"
+
+
+class ResourceError(ConfigError):
+    """The run does not fit the machine; the message names the settings to lower."""
+
+
+# ---------------------------------------------------------------- pure helpers
+def accumulation_steps(effective_batch: int, batch_size: int, world_size: int = 1) -> int:
+    """Forward passes per optimiser step so that ``batch_size x world x steps`` ≈ the effective batch.
+
+    >>> accumulation_steps(128, 4), accumulation_steps(128, 4, world_size=8), accumulation_steps(8, 16)
+    (32, 4, 1)
+    """
+    return max(1, math.ceil(effective_batch / (batch_size * world_size)))
+
+
+def is_oom(exc: BaseException) -> bool:
+    """CUDA's OutOfMemoryError, or the CPU allocator giving up (a plain RuntimeError).
+
+    >>> is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 GB"))
+    True
+    """
+    if isinstance(exc, getattr(torch, "OutOfMemoryError", ())):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def oom_message(cfg: TrainConfig) -> str:
+    """What to lower, in order of least harm to the result."""
+    tips = [f"--batch-size (now {cfg.batch_size}; gradient accumulation keeps the effective batch of "
+            f"{cfg.effective_batch})", f"--eval-batch-size (now {cfg.eval_batch_size})",
+            f"--max-length (now {cfg.max_length})"]
+    if not cfg.gradient_checkpointing:
+        tips.append("turn on --gradient-checkpointing")
+    if not cfg.lora:
+        tips.append("use --lora")
+    if not cfg.deepspeed:
+        tips.append("on several GPUs, shard with --deepspeed configs/deepspeed_zero3.json")
+    return "out of memory while training; lower " + ", ".join(tips)
+
+
+def hyperparameters(cfg: TrainConfig, grad_accum: int, world_size: int, bf16: bool) -> dict[str, Any]:
+    """The settings that shape the result, for the model card."""
+    keep = ("max_length", "overflow", "batch_size", "learning_rate", "warmup_ratio", "max_steps",
+            "weight_decay", "eval_steps", "seed", "gradient_checkpointing", "lora")
+    values = {k: v for k, v in to_dict(cfg).items() if k in keep}
+    values.update(gradient_accumulation_steps=grad_accum, devices=world_size,
+                  effective_batch=cfg.batch_size * grad_accum * world_size,
+                  precision="bf16 mixed" if bf16 else "fp32", schedule="linear warm-up, linear decay")
+    if cfg.lora:
+        values.update(lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout)
+    return values
+
+
+# ---------------------------------------------------------------- callbacks
+class LossBar(TrainerCallback):
+    """One tqdm bar over optimiser steps with the latest loss and dev perplexity as its postfix."""
+
+    def __init__(self):
+        self.bar = None
+        self.postfix: dict[str, str] = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="training", unit="step")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" in logs:
+            self.postfix["loss"] = f"{logs['loss']:.3f}"
+        if "eval_perplexity" in logs:
+            self.postfix["dev_ppl"] = f"{logs['eval_perplexity']:.2f}"
+            log.info("step %d: dev perplexity %.3f", state.global_step, logs["eval_perplexity"])
+        if self.bar is not None and self.postfix:
+            self.bar.set_postfix(self.postfix)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class EvaluateAtEnd(TrainerCallback):
+    """Evaluate and save at the last step too, so the steps after the last multiple of
+    ``eval_steps`` can still win "best checkpoint"."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= state.max_steps and args.eval_strategy != "no":
+            control.should_evaluate = True
+            control.should_save = True
+        return control
+
+
+# ---------------------------------------------------------------- setup
+def _device(cfg: TrainConfig) -> str:
+    return cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _checkpointing(enabled: bool) -> dict:
+    """Only name the option when used: transformers renamed it (gradient_ → activation_) in v5."""
+    from transformers import TrainingArguments
+
+    if not enabled:
+        return {}
+    name = "activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__ \
+        else "gradient_checkpointing"
+    return {name: True, f"{name}_kwargs": {"use_reentrant": False}}
+
+
+def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, has_dev: bool, resuming: bool):
+    """The TrainingArguments for a run (made before the model, as DeepSpeed ZeRO-3 requires)."""
+    from transformers import TrainingArguments
+
+    on_cpu = _device(cfg) == "cpu"
+    eval_steps = min(cfg.eval_steps, cfg.max_steps)
+    return TrainingArguments(
+        output_dir=str(out / CHECKPOINTS), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.eval_batch_size, gradient_accumulation_steps=grad_accum,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="linear", warmup_steps=cfg.warmup_ratio,
+        weight_decay=cfg.weight_decay, bf16=bf16, use_cpu=on_cpu, dataloader_pin_memory=not on_cpu,
+        **_checkpointing(cfg.gradient_checkpointing),
+        eval_strategy="steps" if has_dev else "no", eval_steps=eval_steps, eval_on_start=has_dev and not resuming,
+        save_strategy="steps", save_steps=eval_steps, save_total_limit=cfg.save_total_limit,
+        load_best_model_at_end=has_dev, metric_for_best_model="perplexity", greater_is_better=False,
+        logging_steps=min(cfg.logging_steps, cfg.max_steps), logging_first_step=True, report_to="none",
+        label_names=["labels"], remove_unused_columns=False, seed=cfg.seed, data_seed=cfg.seed,
+        deepspeed=cfg.deepspeed, disable_tqdm=False,
+    )
+
+
+def load_model(cfg: TrainConfig, path: str):
+    """The model in fp32 (master weights; bf16 comes from autocast), LoRA attached if asked."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model.config.use_cache = False  # no KV cache while training; it only costs memory
+    if cfg.lora:
+        model = lora.wrap(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_dropout, cfg.lora_targets)
+        if cfg.gradient_checkpointing:
+            model.enable_input_require_grads()
+    return model
+
+
+def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
+    """Read C*, hold out dev texts, apply the +CC baseline if asked, tokenise; plus counts."""
+    texts = data.read_texts(cfg.data)
+    tools = data.tool_counts(texts)
+    if not tools and not cfg.plain_baseline:
+        log.warning("%s contains no tool calls: this run is the '+CC' baseline (plain text only), "
+                    "not a Toolformer run", cfg.data)
+    if cfg.dev_data:
+        train_texts, dev_texts = texts, data.sample_texts(data.read_texts(cfg.dev_data), cfg.dev_docs, cfg.seed)
+    else:
+        train_texts, dev_texts = data.split_dev(texts, cfg.dev_docs, cfg.dev_fraction, cfg.seed)
+    if not dev_texts:
+        log.warning("no dev texts (give --dev-data or a larger --dev-fraction): no perplexity, last step kept")
+    train_tools = data.tool_counts(train_texts)
+    with_calls = sum(bool(data.find_calls(t)) for t in train_texts)
+    if cfg.plain_baseline:
+        log.info("'+CC' baseline: removing %d calls from the training texts", sum(train_tools.values()))
+    train_texts = data.training_texts(train_texts, cfg.plain_baseline)
+    dev_texts = data.training_texts(dev_texts, plain_baseline=True)  # dev texts are plain by definition
+    train = data.TokenDataset(data.tokenize(tokenizer, train_texts, cfg.max_length, cfg.overflow))
+    dev = data.TokenDataset(data.tokenize(tokenizer, dev_texts, cfg.max_length, cfg.overflow))
+    counts = {"C* documents": len(texts), "training documents": len(train_texts),
+              "training documents with calls": 0 if cfg.plain_baseline else with_calls,
+              "training sequences": len(train), "training tokens": train.n_tokens,
+              "dev documents": len(dev_texts), "dev tokens": dev.n_tokens}
+    return {"train": train, "dev": dev, "counts": counts,
+            "tools": {} if cfg.plain_baseline else dict(train_tools), "removed_calls": dict(train_tools)}
+
+
+def _check_out(out: Path) -> None:
+    if (out / SUMMARY).is_file():
+        raise ConfigError(f"{out} already holds a finished run ({SUMMARY}); choose another --out or delete it")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _last_checkpoint(out: Path, resume: bool) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = out / CHECKPOINTS
+    found = get_last_checkpoint(str(folder)) if resume and folder.is_dir() else None
+    if found:
+        log.info("resuming from %s", found)
+    return found
+
+
+# ---------------------------------------------------------------- the run
+def _save_final(trainer, tokenizer, out: Path, is_lora: bool) -> None:
+    """The best model as a plain folder; a LoRA run also keeps its adapter under ``adapter/``."""
+    if trainer.is_deepspeed_enabled:  # ZeRO-3 shards the weights; only the Trainer can gather them
+        trainer.save_model(str(out))
+        if is_lora:
+            log.warning("LoRA under DeepSpeed: %s holds the adapter; merge it with "
+                        "'toolformer train --merge-adapter %s --out DIR'", out, out)
+        return
+    if not trainer.is_world_process_zero():
+        return
+    model = trainer.model
+    if is_lora:
+        model.save_pretrained(out / lora.ADAPTER_DIR)
+        tokenizer.save_pretrained(out / lora.ADAPTER_DIR)
+        model = lora.merge(model)
+    model.config.use_cache = True  # generation wants its KV cache back
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def _make_trainer(args, model, tokenizer, prepared: dict):
+    from transformers import Trainer
+    from transformers.trainer_callback import ProgressCallback
+
+    has_dev = len(prepared["dev"]) > 0
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    trainer = Trainer(
+        model=model, args=args, train_dataset=prepared["train"], eval_dataset=prepared["dev"] if has_dev else None,
+        data_collator=data.Collator(pad_id if pad_id is not None else 0), processing_class=tokenizer,
+        compute_metrics=metrics.perplexity_metrics if has_dev else None,
+        preprocess_logits_for_metrics=metrics.token_nll if has_dev else None,
+    )
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(LossBar())
+    trainer.add_callback(EvaluateAtEnd())
+    return trainer
+
+
+def run_training(cfg: TrainConfig) -> dict[str, Any]:
+    """Train, keep the best checkpoint, write the final folder; returns the run summary."""
+    cfg.require_paths()
+    out = Path(cfg.out)
+    _check_out(out)
+    started = time.time()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
+    bf16 = cfg.resolved_bf16(on_gpu=_device(cfg) != "cpu")
+    resume_from = _last_checkpoint(out, cfg.resume)
+    from transformers import AutoTokenizer
+
+    from ..models import resolve_model
+
+    base_path = resolve_model(cfg.model)
+    tokenizer = AutoTokenizer.from_pretrained(base_path)
+    prepared = prepare_data(cfg, tokenizer)
+    if len(prepared["train"]) == 0:
+        raise data.DataError(f"{cfg.data} gives no training sequences of two or more tokens")
+    args = build_arguments(cfg, out, grad_accum, bf16, len(prepared["dev"]) > 0, resume_from is not None)
+    trainer = _make_trainer(args, load_model(cfg, base_path), tokenizer, prepared)
+    log.info("training %s on %d sequences (%d tokens) for %d steps of %d x %d x %d sequences%s",
+             cfg.model, len(prepared["train"]), prepared["train"].n_tokens, cfg.max_steps, cfg.batch_size,
+             grad_accum, world, " ('+CC' baseline)" if cfg.plain_baseline else "")
+    try:
+        trainer.train(resume_from_checkpoint=resume_from)
+    except (RuntimeError, MemoryError) as exc:
+        if isinstance(exc, MemoryError) or is_oom(exc):
+            raise ResourceError(oom_message(cfg)) from exc
+        raise
+    _save_final(trainer, tokenizer, out, cfg.lora)
+    if not trainer.is_world_process_zero():
+        return {}
+    summary = {
+        "name": out.name, "base_model": cfg.model, "base_model_path": base_path,
+        "plain_baseline": cfg.plain_baseline, "tools": prepared["tools"], "counts": prepared["counts"],
+        "hyperparameters": hyperparameters(cfg, grad_accum, world, bf16),
+        "best_step": _best_step(trainer.state), "wall_time_s": round(time.time() - started, 1),
+        "config": to_dict(cfg),
+    }
+    card.write_card(out, summary, trainer.state.log_history)
+    summary["evaluations"] = card.curves(trainer.state.log_history)[1]
+    summary["log_history"] = trainer.state.log_history
+    if not cfg.keep_checkpoints:
+        shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    return summary
+
+
+def _best_step(state) -> int:
+    """The step of the kept checkpoint (the last step when nothing was evaluated)."""
+    best = getattr(state, "best_model_checkpoint", None)
+    return int(best.rsplit("-", 1)[-1]) if best else state.global_step
