@@ -1,0 +1,195 @@
+"""Tool-aware decoding against a scripted fake LM: call start on top-k, result insertion, limits,
+malformed calls, caching and batching."""
+
+import pytest
+from decode_fakes import CALL_OPEN, EOS, FakeLM, Story
+
+from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+from toolformer_kit.tools import Tool, get_tool
+from toolformer_kit.tools.engine import ToolEngine
+
+PROMPT = "Q: what does it cost?\nA:"
+DOC = " It costs 5 dollars."  # the call goes before " 5", character 9 of the text without calls
+CALL_AT = 9
+
+
+def boom(_):
+    raise RuntimeError("tool crashed")
+
+
+TOOLS = {"Calculator": get_tool("Calculator"), "Boom": Tool("Boom", boom, "Crash.", [("a", "a [Boom(1)]")])}
+
+
+class CountingEngine(ToolEngine):
+    """The real engine, remembering how many calls each run got."""
+
+    def __init__(self, tools):
+        super().__init__(tools)
+        self.batches = []
+
+    def run(self, calls):
+        self.batches.append(len(calls))
+        return super().run(calls)
+
+
+def decode(stories, prompts=None, lm=None, use_cache=True, batch_size=16, **cfg):
+    lm = lm or FakeLM(stories)
+    decoder = ToolAwareDecoder(lm, engine=CountingEngine(TOOLS), use_cache=use_cache, batch_size=batch_size)
+    results = decoder.generate(prompts or [s.prompt for s in stories], DecodeConfig(**cfg))
+    return results, decoder
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("inside", [True, False])
+def test_call_starts_exactly_when_call_open_enters_top_k(k, inside):
+    rank = k - 1 if inside else k  # tokens scoring above " [": k-1 makes it the k-th, k the (k+1)-th
+    (res,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: rank})], k=k)
+    if not inside:
+        assert res.calls == [] and res.text == DOC and CALL_OPEN not in res.token_ids
+        return
+    (call,) = res.calls
+    assert call.token_position == CALL_AT  # one byte token per character before the call
+    assert res.token_ids[CALL_AT] == CALL_OPEN and res.forced[CALL_AT]
+
+
+def test_result_is_inserted_forced_and_decoding_continues():
+    (res,), decoder = decode([Story(PROMPT, DOC, ranks={CALL_AT: 4})])
+    assert res.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."
+    (call,) = res.calls
+    assert (call.tool, call.input, call.result, call.ok, call.reason) == ("Calculator", "2 + 3", "5", True, "")
+    forced_text = "".join(FakeLM([]).decode([t]) for t, f in zip(res.token_ids, res.forced) if f)
+    assert forced_text == " [" + " 5]"  # the call-open and the result; the model wrote the rest
+    assert decoder.counters["calls_ok"] == 1 and decoder.counters["forced_tokens"] == 4
+
+
+DOC2 = " Add 2 and 3: 5, then times 4: 20."
+TWO_CALLS = Story(PROMPT, DOC2, ranks={DOC2.index(" 5"): 0, DOC2.index(" 20"): 0},
+                  call=["Calculator(2 + 3) ->", "Calculator(5 * 4) ->"])
+
+
+@pytest.mark.parametrize("max_calls", [0, 1, 2, 3])
+def test_max_calls_masks_call_open_after_the_limit(max_calls):
+    # " [" is the model's favourite token at both points: only the limit keeps it out
+    (res,), _ = decode([TWO_CALLS], max_calls=max_calls, max_new_tokens=200)
+    assert [c.result for c in res.calls] == ["5", "20"][:max_calls]
+    assert res.token_ids.count(CALL_OPEN) == len(res.calls)
+    assert all(c.ok for c in res.calls) and res.token_ids[-1] == EOS
+
+
+def test_disabled_gives_call_open_probability_zero():
+    # a flat distribution with " [" on top everywhere: sampling would pick it often unless masked
+    story = Story(PROMPT, DOC, ranks={i: 0 for i in range(len(DOC) + 1)}, sharp=False)
+    for seed in range(5):
+        (res,), _ = decode([story], disabled=True, temperature=1.0, seed=seed, max_calls=5)
+        assert CALL_OPEN not in res.token_ids and res.calls == []
+    (res,), _ = decode([story], temperature=1.0, max_calls=5)
+    assert res.calls, "the same story opens calls when not disabled"
+
+
+def test_allowed_tools_restrict_what_may_run():
+    (res,), decoder = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], allowed_tools=["Boom"])
+    assert res.calls[0].reason == "unknown_tool" and res.calls[0].result is None
+    (res,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], allowed_tools=[])
+    assert res.calls == [] and res.text == DOC  # no usable tool: no call is ever opened
+
+
+MALFORMED = [  # (what the model writes after " [", reason, what the text holds after the call)
+    ("Nope(1) ->", "unknown_tool", " [Nope(1) -> ] 5 dollars."),
+    ("2 + 3 ->", "unparsable", " [2 + 3 -> ] 5 dollars."),
+    ("Calculator(2 +* 3) ->", "no_result", " [Calculator(2 +* 3) -> ] 5 dollars."),
+    ("Boom(1) ->", "tool_error", " [Boom(1) -> ] 5 dollars."),
+    ("Calculator(" + "1 + " * 20, "too_long", " [Calculator(1 + 1 + 1 + 1] 5 dollars."),  # 24 tokens, "]"
+    ("Calculator(2 + 3)]", "closed_without_arrow", " [Calculator(2 + 3)] 5 dollars."),
+    ("Calc\n", "line_break", " [Calc\n 5 dollars."),
+]
+
+
+@pytest.mark.parametrize("written,reason,tail", MALFORMED, ids=[m[1] for m in MALFORMED])
+def test_malformed_calls_never_stop_decoding(written, reason, tail):
+    (res,), decoder = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0}, call=written)], max_call_tokens=24)
+    assert res.text == " It costs" + tail  # decoding went on to the end of the text
+    (call,) = res.calls
+    assert (call.ok, call.reason, call.result) == (False, reason, None)
+    assert decoder.counters[f"malformed.{reason}"] == 1 and "calls_ok" not in decoder.counters
+
+
+def test_call_cut_by_token_budget_is_unfinished():
+    (res,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], max_new_tokens=15)
+    assert len(res.token_ids) == 15 and res.calls[0].reason == "unfinished"
+
+
+def test_multi_token_call_open_is_judged_on_its_last_token():
+    # " [" as " " + "[": the model writes the space itself, then "[" in the top k opens the call
+    lm = FakeLM([Story(PROMPT, DOC, ranks={CALL_AT: 3})], merge_call_open=False)
+    assert len(lm.call_open_ids) == 2
+    (res,), _ = decode(None, [PROMPT], lm=lm, max_new_tokens=100)
+    assert res.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."
+    assert res.calls[0].token_position == CALL_AT and res.forced[CALL_AT: CALL_AT + 2] == [False, True]
+    # after the call, "[" is masked after a space, but the space itself is not
+    (res,), _ = decode(None, [PROMPT], lm=FakeLM([TWO_CALLS], merge_call_open=False), max_new_tokens=200)
+    assert res.text == " Add 2 and 3: [Calculator(2 + 3) -> 5] 5, then times 4: 20."
+
+
+def test_stop_strings_cut_text_but_not_inside_a_call():
+    # "." is a stop string, yet the result "0.5" holds one: only text outside calls is searched
+    story = Story(PROMPT, " Half is 0.5. More text\n", ranks={8: 0}, call="Calculator(1 / 2) ->")
+    (res,), _ = decode([story], stop=["."])
+    assert res.text == " Half is [Calculator(1 / 2) -> 0.5] 0"
+    (res,), _ = decode([story], stop=["\n", "More"])
+    assert res.text == " Half is [Calculator(1 / 2) -> 0.5] 0.5. "
+
+
+STORIES = [
+    Story("Short:", DOC, ranks={CALL_AT: 2}),
+    Story("A much longer prompt, so rows are padded:", " Add 2 and 3: 5, then times 4: 20.", ranks={13: 0, 29: 0}),
+    Story("P3:", " No call here at all.", ranks={}),
+    Story("Sampled one:", " It costs 5 dollars, I think.", ranks={CALL_AT: 1, 20: 0}, sharp=False),
+    Story("Broken call:", DOC, ranks={CALL_AT: 0}, call="Nope(1) ->"),
+    Story("Long call:", DOC, ranks={CALL_AT: 0}, call="Calculator(" + "1 + " * 20),
+]
+SETTINGS = [dict(), dict(temperature=1.0, seed=3, max_calls=2), dict(k=1, stop=["."], max_new_tokens=30)]
+
+
+def as_tuples(results):
+    return [(r.text, r.token_ids, r.forced, r.calls) for r in results]
+
+
+@pytest.mark.parametrize("cfg", SETTINGS)
+def test_cached_and_uncached_decoding_give_identical_tokens(cfg):
+    cached, dec = decode(STORIES, max_call_tokens=24, **cfg)
+    uncached, _ = decode(STORIES, use_cache=False, max_call_tokens=24, **cfg)
+    assert as_tuples(cached) == as_tuples(uncached)
+    assert any(r.calls for r in cached)
+    # only new tokens were encoded: each prompt once, then one token per step (the last is never fed)
+    expected = sum(len(dec.lm.encode(r.prompt)) + len(r.token_ids) - 1 for r in cached)
+    assert dec.lm.model.tokens_encoded == expected
+
+
+@pytest.mark.parametrize("cfg", SETTINGS)
+def test_batched_equals_one_at_a_time(cfg):
+    batched, _ = decode(STORIES, max_call_tokens=24, **cfg)
+    for batch_size in (1, 4):
+        other, _ = decode(STORIES, batch_size=batch_size, max_call_tokens=24, **cfg)
+        assert as_tuples(other) == as_tuples(batched)
+    alone = [decode([s], max_call_tokens=24, **cfg)[0][0] for s in STORIES]
+    assert as_tuples(alone) == as_tuples(batched)
+
+
+def test_rows_reaching_the_arrow_together_share_one_engine_run():
+    stories = [Story(f"Prompt {i}:", DOC, ranks={CALL_AT: 0}) for i in range(3)]
+    results, decoder = decode(stories)
+    assert decoder.engine.batches == [3] and all(r.calls[0].ok for r in results)
+
+
+def test_tools_default_to_the_engine_s_and_the_registry():
+    lm = FakeLM([])
+    assert ToolAwareDecoder(lm, tools=TOOLS).tool_names == {"Calculator", "Boom"}
+    assert {"Calculator", "WikiSearch"} <= ToolAwareDecoder(lm).tool_names
+
+
+def test_bad_input_gets_one_clear_error():
+    decoder = ToolAwareDecoder(FakeLM([]), tools=TOOLS)
+    with pytest.raises(TypeError, match="list of prompts"):
+        decoder.generate("just a string")
+    with pytest.raises(ValueError, match="temperature"):
+        DecodeConfig(temperature=-1)

@@ -1,0 +1,125 @@
+"""Generate text with tools: a call opens when " [" is among the top k next tokens, the tool runs
+when the model writes "->", and its result is inserted before decoding goes on.
+
+A fine-tuned Toolformer model needs only the prompt. To see the mechanism with a model that was
+never fine-tuned, ``--demos TOOL`` puts TOOL's instruction and worked examples before the prompt,
+so the model continues the prompt in the same style (``--rewrite`` instead asks it to re-write the
+prompt with calls, exactly the annotation prompt):
+
+    toolformer generate --model qwen2.5-coder-0.5b --demos Calculator \\
+        "The school has 23 classes of 28 pupils, so it has"
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict
+
+from ..cli import standalone
+from ..config import add_dataclass_args, build_config
+
+HELP = "decode with tools: calls open on top-k, run at '->', results inserted"
+log = logging.getLogger(__name__)
+
+_CALL_STYLE, _RESET = "\033[1;36m", "\033[0m"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..decode_config import DecodeConfig
+
+    parser.add_argument("prompts", nargs="+", metavar="PROMPT", help="one or more prompts (decoded as a batch)")
+    parser.add_argument("--model", default="smollm2-135m", help="embedded name, HF folder (e.g. a fine-tuned DIR)")
+    parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    parser.add_argument("--tools", default=None,
+                        help="comma-separated tools the decoder can run (default: every registered tool)")
+    parser.add_argument("--demos", metavar="TOOL", default=None,
+                        help="put TOOL's instruction and demonstrations before each prompt (for untuned models)")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="with --demos: ask for the prompt re-written with calls (Input:/Output:)")
+    parser.add_argument("--tool-timeout", type=float, default=10.0, help="seconds per tool call")
+    parser.add_argument("--tool-cache", default=None, help="SQLite file caching tool results")
+    parser.add_argument("--json", action="store_true", help="one JSON object per prompt instead of text")
+    parser.add_argument("--batch-size", type=int, default=16, help="prompts decoded together")
+    add_dataclass_args(parser, DecodeConfig)
+
+
+def demo_prompt(tool, text: str, rewrite: bool = False) -> str:
+    """``text`` behind ``tool``'s instruction and worked examples.
+
+    Continuing (the default) shows the examples' outputs as plain paragraphs and lets the model go
+    on from ``text``; rewriting is the annotation prompt P(x) itself.
+
+    >>> from toolformer_kit.tools import Tool
+    >>> echo = Tool("Echo", str.upper, "Repeat words loudly.", [("I say hi.", "I say [Echo(hi) -> HI] hi.")])
+    >>> print(demo_prompt(echo, "You say"))
+    Repeat words loudly.
+    <BLANKLINE>
+    I say [Echo(hi) -> HI] hi.
+    <BLANKLINE>
+    You say
+    """
+    if rewrite:
+        return tool.prompt_prefix() + tool.prompt_context(text.strip())
+    return "\n\n".join([tool.instruction.strip()] + [out for _, out in tool.demonstrations] + [text])
+
+
+def highlight(text: str, colour: bool) -> str:
+    """Calls set off in colour on a terminal; elsewhere the text as it is (calls are bracketed).
+
+    >>> highlight("so [Calculator(2 + 3) -> 5] 5 left", True) == "so " + _CALL_STYLE + "[Calculator(2 + 3) -> 5]" + _RESET + " 5 left"
+    True
+    """
+    from ..calls import find_calls
+
+    if not colour:
+        return text
+    out, last = [], 0
+    for call in find_calls(text):
+        out += [text[last:call.start], _CALL_STYLE, text[call.start:call.end], _RESET]
+        last = call.end
+    return "".join(out + [text[last:]])
+
+
+def _stop_strings(args: argparse.Namespace) -> list[str] | None:
+    """Typed stop strings with escapes (``\\n``) decoded; demonstration prompts stop at a line end."""
+    if args.stop is not None:
+        return [codecs.decode(s, "unicode_escape") for s in args.stop]
+    return ["\n"] if args.demos else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..decode import DecodeConfig, ToolAwareDecoder
+    from ..lm import load_lm
+    from ..tools import get_tool
+    from ..tools.engine import ToolEngine
+
+    args.stop = _stop_strings(args)
+    cfg = build_config(DecodeConfig, args)
+    tools = {name: get_tool(name) for name in args.tools.split(",") if name.strip()} if args.tools else None
+    prompts = ([demo_prompt(get_tool(args.demos), p, args.rewrite) for p in args.prompts]
+               if args.demos else list(args.prompts))
+    lm = load_lm(args.model, device=args.device)
+    engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
+    decoder = ToolAwareDecoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
+    results = decoder.generate(prompts, cfg)
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for typed, res in zip(args.prompts, results):
+        if args.json:
+            print(json.dumps(asdict(res) | {"prompt": typed}, ensure_ascii=False))
+            continue
+        shown = res.text.strip() if args.rewrite else typed + res.text
+        print(highlight(shown, colour))
+        for i, call in enumerate(res.calls, 1):
+            status = "ok" if call.ok else call.reason
+            print(f"  call {i} at token {call.token_position}: {call.tool}({call.input}) -> {call.result}  [{status}]")
+    log.info("decoding: %s", ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                        for k, v in sorted(decoder.counters.items())))
+    return 0
+
+
+main = standalone("toolformer generate", __doc__, add_arguments, run)

@@ -1,0 +1,238 @@
+"""One row's call state during tool-aware decoding, kept free of torch so it can be reasoned about.
+
+A row moves through four phases::
+
+    text ──(" [" forced or sampled, a call left)──▶ call ──("->" written)──▶ [tool runs] ──▶ close ──▶ text
+
+In ``text`` the model writes freely. In ``call`` it writes ``Tool(input`` … until it writes
+``->``; the decoder then runs the tool and queues `` result]`` as forced tokens (phase ``close``);
+once they are fed, the row is back in ``text`` with one call fewer left.
+
+Malformed calls never stop decoding. Each one is recorded with a reason, counted, and handled so
+that the text stays readable and the row keeps going:
+
+=====================  ================================================  ============================
+reason                 when                                              what is written
+=====================  ================================================  ============================
+unknown_tool           "->" after a tool not given (or not allowed)      `` ]`` (the empty result)
+unparsable             "->" written but no ``Tool(input)`` before it     `` ]``
+no_result              the tool gave no result (None, empty)             `` ]``
+tool_error             the tool raised or timed out                      `` ]``
+too_long               no "->" within ``max_call_tokens`` tokens         ``]`` closes the call
+closed_without_arrow   the model closed the call with "]" itself         nothing (kept as written)
+line_break             a newline inside the call (calls are one line)    nothing; the call is dead
+unfinished             tokens or the model (EOS) ran out inside a call   nothing
+=====================  ================================================  ============================
+
+Every started call counts towards ``max_calls``, malformed or not: the paper's limit is on
+attempts, and a model that keeps opening broken calls should not loop.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from .calls import ARROW, CALL_CLOSE, ToolCall, parse_sampled
+from .decode_config import CallRecord
+
+
+def opens_call(call_open_rank: int, k: int) -> bool:
+    """Whether " [" is among the top ``k`` next tokens, given how many tokens score strictly higher.
+
+    Counting strictly-higher tokens makes ties go the call's way, and k = 0 never opens a call.
+
+    >>> [opens_call(r, 10) for r in (0, 9, 10)]
+    [True, True, False]
+    >>> opens_call(0, 0)
+    False
+    """
+    return call_open_rank < k
+
+
+def result_text(call_so_far: str, result: Optional[str]) -> str:
+    """The forced text that ends a call after "->": ``" result]"``, or ``" ]"`` for no result.
+
+    >>> result_text("Calculator(2 + 3) ->", "5"), result_text("Calculator(2 + 3) -> ", "5")
+    (' 5]', '5]')
+    >>> result_text("Nope(1) ->", None)
+    ' ]'
+    """
+    space = "" if call_so_far.endswith(" ") else " "
+    return f"{space}{result or ''}{CALL_CLOSE}"
+
+
+@dataclass
+class CallCheck:
+    """What the call text written so far means: keep writing (``action == ""``), ``run`` the
+    tool, ``close`` it with forced text, or ``end`` it as written."""
+
+    action: str
+    call: Optional[ToolCall] = None
+    reason: str = ""
+
+
+def check_call(text: str, n_tokens: int, max_tokens: int, known: Callable[[str], bool]) -> CallCheck:
+    """Judge a call's text (what follows " [") after the model wrote another token.
+
+    >>> known = lambda name: name == "Calculator"
+    >>> check_call("Calculator(2 + 3) ->", 8, 48, known).action
+    'run'
+    >>> check_call("Calculator(2 +", 5, 48, known).action
+    ''
+    >>> check_call("Calculator(a -> b", 5, 48, known).action  # "->" inside an open input
+    ''
+    >>> [check_call(t, 5, 48, known).reason for t in ("Nope(1) ->", "2 + 3 ->", "Calculator(1)]", "Calc\\n")]
+    ['unknown_tool', 'unparsable', 'closed_without_arrow', 'line_break']
+    >>> check_call("Calculator(1 + 1 + 1", 48, 48, known).reason
+    'too_long'
+    """
+    parsed = parse_sampled(text)
+    if parsed is not None and parsed.call.result is not None and not parsed.closed:
+        call = ToolCall(parsed.call.tool, parsed.call.input)
+        return CallCheck("run", call) if known(call.tool) else CallCheck("close", call, "unknown_tool")
+    if parsed is not None and parsed.closed or CALL_CLOSE in text:
+        call = parsed.call if parsed is not None else None
+        return CallCheck("end", call, "closed_without_arrow")
+    if "\n" in text:
+        return CallCheck("end", parsed.call if parsed else None, "line_break")
+    if ARROW in text and parsed is None:
+        return CallCheck("close", None, "unparsable")
+    if n_tokens >= max_tokens:
+        return CallCheck("close", parsed.call if parsed else None, "too_long")
+    return CallCheck("")
+
+
+@dataclass(frozen=True)
+class RowRules:
+    """What every row of one ``generate`` call shares: the tokenizer's view of calls and the config."""
+
+    encode: Callable[[str], list[int]]
+    decode: Callable[[Sequence[int]], str]
+    call_open_ids: tuple[int, ...]
+    eos_ids: frozenset
+    stop: tuple[str, ...]
+    max_call_tokens: int
+    known: Callable[[str], bool]
+
+
+@dataclass
+class RowState:
+    """Everything one prompt carries through decoding. ``ids``/``forced`` are the new tokens."""
+
+    prompt_ids: list[int]
+    rules: RowRules
+    calls_left: int
+    ids: list[int] = field(default_factory=list)
+    forced: list[bool] = field(default_factory=list)
+    queue: deque = field(default_factory=deque)  # forced tokens still to feed (a result, a "]")
+    calls: list[CallRecord] = field(default_factory=list)
+    phase: str = "text"
+    call_start: int = 0  # index in ids of the first token after the call-open tokens
+    scan_from: int = 0  # stop strings are searched from this character of the text
+    cut: Optional[int] = None  # text ends here (a stop string was found)
+    done: bool = False
+    eos: bool = False
+
+    # ------------------------------------------------------------------ queries
+    def text(self) -> str:
+        return self.rules.decode(self.ids[:-1] if self.eos else self.ids)
+
+    def final_text(self) -> str:
+        text = self.text()
+        return text if self.cut is None else text[: self.cut]
+
+    def at_open_point(self) -> bool:
+        """Whether the next token could complete " [": always for a one-token " [", else only
+        right after the model wrote the tokens before its last (e.g. " " for " " + "[")."""
+        head = self.rules.call_open_ids[:-1]
+        return self.phase == "text" and (not head or tuple(self.ids[-len(head):]) == head)
+
+    def can_open(self) -> bool:
+        return self.calls_left > 0 and self.at_open_point()
+
+    def call_body(self) -> str:
+        return self.rules.decode(self.ids[self.call_start:])
+
+    # ------------------------------------------------------------------ transitions
+    def open_call(self) -> int:
+        """The token that completes " [" (forced; the decoder feeds it now)."""
+        return self.rules.call_open_ids[-1]
+
+    def push(self, token: int, forced: bool) -> Optional[ToolCall]:
+        """Append a token and advance the phase; returns a call to run when the row reached "->"."""
+        self.ids.append(token)
+        self.forced.append(forced)
+        if not forced and token in self.rules.eos_ids:
+            self.eos = True
+            self.stop_now()
+            return None
+        if self.phase == "text":
+            n = len(self.rules.call_open_ids)
+            if self.calls_left > 0 and tuple(self.ids[-n:]) == self.rules.call_open_ids:
+                self._enter_call(n)
+            else:
+                self._check_stop()
+        elif self.phase == "close":
+            if not self.queue:
+                self.phase = "text"
+                self.scan_from = len(self.text())
+        elif self.phase == "call":
+            return self._advance_call()
+        return None
+
+    def _enter_call(self, n_open: int) -> None:
+        self.phase = "call"
+        self.call_start = len(self.ids)
+        self.calls_left -= 1
+        self.scan_from = len(self.rules.decode(self.ids[:-n_open]))
+        self.calls.append(CallRecord("", "", None, len(self.ids) - n_open, False, "unfinished"))
+
+    def _advance_call(self) -> Optional[ToolCall]:
+        body = self.call_body()
+        verdict = check_call(body, len(self.ids) - self.call_start, self.rules.max_call_tokens, self.rules.known)
+        if not verdict.action:
+            return None
+        record = self.calls[-1]
+        if verdict.call is not None:
+            record.tool, record.input = verdict.call.tool, verdict.call.input
+        record.reason = verdict.reason
+        if verdict.action == "run":
+            self.phase = "tool"
+            return verdict.call
+        if verdict.action == "close":
+            closing = CALL_CLOSE if verdict.reason == "too_long" else result_text(body, None)
+            self.queue.extend(self.rules.encode(closing))
+            self.phase = "close"
+            return None
+        self.phase = "text"  # "end": the call stays as the model wrote it
+        if verdict.reason == "closed_without_arrow":
+            self.scan_from = len(self.text())
+        self._check_stop()  # a line break inside the call may be the stop string
+        return None
+
+    def resolve(self, result: Optional[str], reason: str = "") -> None:
+        """Queue the tool's result (or the empty close) after "->" and record the outcome."""
+        record, result = self.calls[-1], result or None
+        record.result = result
+        record.reason = reason or ("" if result else "no_result")
+        record.ok = not record.reason
+        self.queue.extend(self.rules.encode(result_text(self.call_body(), result)))
+        self.phase = "close"
+
+    def stop_now(self) -> None:
+        """End the row; a call still being written or waiting for its tool is 'unfinished'."""
+        self.done = True
+        if self.phase in ("call", "tool"):
+            self.calls[-1].reason = "unfinished"
+            self.calls[-1].ok = False
+
+    def _check_stop(self) -> None:
+        if not self.rules.stop:
+            return
+        text = self.text()
+        hits = [i for i in (text.find(s, self.scan_from) for s in self.rules.stop if s) if i >= 0]
+        if hits:
+            self.cut = min(hits)
+            self.done = True
