@@ -7,6 +7,9 @@ and including the last demonstration is shared by every document (:meth:`Tool.pr
 so its KV cache can be computed once; ``Input: x\\nOutput:`` (:meth:`Tool.prompt_context`) is
 per document.
 
+Input checks live here, not in each tool, so that every tool (built-in or a user's) refuses
+empty, oversized and binary inputs with the same one-line message (:meth:`Tool.check_input`).
+
 >>> echo = Tool("Echo", lambda s: s.upper(), "Repeat words loudly.", [("I say hi.", "I say [Echo(hi) -> HI] hi.")])
 >>> print(echo.prompt_prefix() + echo.prompt_context("You say bye."))
 Repeat words loudly.
@@ -16,14 +19,22 @@ Output: I say [Echo(hi) -> HI] hi.
 <BLANKLINE>
 Input: You say bye.
 Output:
+>>> echo("hi [there]")
+'HI (THERE)'
+>>> echo.check_input("")
+'empty input: Echo needs some text, as in [Echo(hi)]'
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..calls import normalize_result
 from ..registry import Registry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -39,10 +50,65 @@ class AnnotationSettings:
 PAPER_DEFAULT = AnnotationSettings()
 PAPER_CALCULATOR_MT = AnnotationSettings(tau_s=0.0, k=20, m=10, tau_f=0.5)
 
+MAX_INPUT_CHARS = 1000
+MAX_RESULT_CHARS = 400
+
+
+def input_problem(text: object, tool: str, takes_input: bool = True,
+                  max_chars: int = MAX_INPUT_CHARS, example: str = "hi") -> Optional[str]:
+    """Why ``text`` cannot be given to ``tool`` (one line naming the problem and the fix), or None.
+
+    >>> input_problem("x" * 5000, "QA")
+    'input too long: QA accepts at most 1000 characters, got 5000; shorten the input'
+    >>> input_problem("a\\x00b", "QA")
+    'binary input: QA takes plain text, but the input holds control bytes (e.g. 0x00)'
+    >>> input_problem(b"abc", "QA")
+    'input must be text (str), not bytes; decode it first'
+    >>> input_problem("", "Calendar", takes_input=False) is None
+    True
+    """
+    if not isinstance(text, str):
+        return f"input must be text (str), not {type(text).__name__}; decode it first"
+    if len(text) > max_chars:
+        return f"input too long: {tool} accepts at most {max_chars} characters, got {len(text)}; shorten the input"
+    bad = next((ch for ch in text if (ord(ch) < 32 and ch not in "\t\n\r") or ch in "\x7f\ufffd"), None)
+    if bad is not None:
+        return (f"binary input: {tool} takes plain text, but the input holds control bytes "
+                f"(e.g. 0x{ord(bad):02x})")
+    if takes_input and not text.strip():
+        return f"empty input: {tool} needs some text, as in [{tool}({example})]"
+    return None
+
+
+def clean_result(value: object, max_chars: int = MAX_RESULT_CHARS) -> Optional[str]:
+    """A result as it can sit inline in text: one line, no square brackets, bounded; None if empty.
+
+    >>> clean_result(42), clean_result("  "), clean_result(None)
+    ('42', None, None)
+    >>> clean_result("word " * 10, max_chars=22)
+    'word word word word…'
+    """
+    if value is None:
+        return None
+    text = normalize_result(str(value))
+    if len(text) > max_chars:
+        cut = text[: max_chars - 1]
+        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+    return text or None
+
 
 @dataclass
 class Tool:
-    """A callable tool. ``fn`` returns the result text, or None for "no result"."""
+    """A callable tool. ``fn`` returns the result text, or None for "no result".
+
+    Fields beyond the first five are optional knobs for the execution engine: ``takes_input``
+    (False for tools such as Calendar that ignore their input), ``cacheable`` (False where the
+    result depends on more than the input, e.g. the date), ``version`` (part of the cache key, so
+    a different model or corpus never serves stale results), ``timeout`` (seconds; overrides the
+    engine's), ``concurrency`` (most calls at once; 1 for a tool behind one model) and
+    ``prepare`` (slow one-off setup, such as loading a model, that the engine runs before timing
+    calls). ``example_input`` and ``no_result_hint`` make messages concrete.
+    """
 
     name: str
     fn: Callable[[str], Optional[str]]
@@ -50,9 +116,26 @@ class Tool:
     demonstrations: list[tuple[str, str]]
     settings: AnnotationSettings = field(default_factory=AnnotationSettings)
     description: str = ""
+    takes_input: bool = True
+    max_input_chars: int = MAX_INPUT_CHARS
+    cacheable: bool = True
+    version: str = ""
+    timeout: Optional[float] = None
+    concurrency: Optional[int] = None
+    prepare: Optional[Callable[[], None]] = None
+    example_input: str = "hi"
+    no_result_hint: str = "the tool found nothing for this input"
 
     def __call__(self, text: str) -> Optional[str]:
-        return self.fn(text)
+        """The result, or None for no result (including input :meth:`check_input` refuses)."""
+        problem = self.check_input(text)
+        if problem:
+            log.debug("%s: %s", self.name, problem)
+            return None
+        return clean_result(self.fn(text))
+
+    def check_input(self, text: object) -> Optional[str]:
+        return input_problem(text, self.name, self.takes_input, self.max_input_chars, self.example_input)
 
     def prompt_prefix(self) -> str:
         if not self.demonstrations:

@@ -1,0 +1,133 @@
+"""QA and MT: prompt and answer handling with a scripted LM, then the real Qwen end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from toolformer_kit.lm import Sample
+from toolformer_kit.tools import PAPER_CALCULATOR_MT, PAPER_DEFAULT, get_tool
+from toolformer_kit.tools.mt import LMTranslator, Seq2SeqTranslator, _default_translator, detect_language, mt_tool
+from toolformer_kit.tools.qa import qa_tool
+from toolformer_kit.tools.wikisearch import default_corpus, default_index
+
+
+class ScriptedLM:
+    """Replies with fixed lines and records each prompt and sampling config."""
+
+    name = "scripted"
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.prompts, self.configs = [], []
+
+    def sample(self, prefixes, n, stop="]", config=None):
+        assert n == 1 and stop == "\n" and config.temperature == 0
+        self.prompts += list(prefixes)
+        self.configs.append(config)
+        return [[Sample(self.replies.pop(0), True)] for _ in prefixes]
+
+
+def test_lm_tools_are_lazy_and_have_paper_settings():
+    qa, mt = get_tool("QA"), get_tool("MT")
+    assert qa.settings == PAPER_DEFAULT and mt.settings == PAPER_CALCULATOR_MT
+    assert "reader=qwen2.5-coder-0.5b" in qa.version and "translator=qwen2.5-coder-0.5b" in mt.version
+
+
+def test_looking_up_tools_loads_no_model_index_or_torch():
+    code = ("import sys; from toolformer_kit.tools import get_tool, tool_names; "
+            "[get_tool(n) for n in tool_names()]; "
+            "print(sorted(m for m in ('torch', 'transformers', 'tantivy', 'py3langid') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_qa_prompt_holds_retrieved_passages_and_cleans_the_answer():
+    lm = ScriptedLM(" Leonardo da Vinci.\n")
+    tool = qa_tool(lm=lm)
+    assert tool("Who painted the Mona Lisa?") == "Leonardo da Vinci"
+    prompt = lm.prompts[0]
+    assert prompt.rstrip().endswith("Question: Who painted the Mona Lisa?\nAnswer:")
+    last_block = prompt.split("\n\n")[-1]
+    assert "Mona Lisa: The Mona Lisa is a half-length portrait" in last_block
+    assert lm.configs[0].max_new_tokens <= 16
+
+
+@pytest.mark.parametrize("reply", [" unknown\n", "\n", " " + "word " * 20 + "\n"])
+def test_qa_no_answer_is_no_result(reply):
+    assert qa_tool(lm=ScriptedLM(reply))("Who painted the Mona Lisa?") is None
+
+
+def test_mt_detects_language_and_skips_english():
+    lm = ScriptedLM(" The library opens at nine.\n")
+    tool = mt_tool(lm=lm)
+    assert tool("The library opens at nine.") is None and lm.prompts == []  # English: no LM call
+    assert tool("Die Bibliothek öffnet um neun.") == "The library opens at nine."
+    assert lm.prompts[0].endswith("German: Die Bibliothek öffnet um neun.\nEnglish:")
+    assert tool("12345 678") is None  # no words, no language
+
+
+def test_mt_echo_is_not_a_translation():
+    assert mt_tool(lm=ScriptedLM(" Wunderbar\n"))("Wunderbar") is None
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("Der Hund schläft unter dem Tisch.", "de"), ("Le chat dort sur le canapé.", "fr"),
+    ("El perro come en la cocina.", "es"), ("Il treno parte alle otto.", "it"),
+    ("Сегодня в Москве идёт сильный снег.", "ru"), ("猫在沙发上睡觉。", "zh"), ("The cat sleeps on the sofa.", "en"),
+])
+def test_language_id(text, lang):
+    assert detect_language(text)[0] == lang
+
+
+@pytest.mark.real_model  # borrows the embedded SmolLM2's tokenizer (pulled on first use)
+def test_seq2seq_folder_code_path(tmp_path):
+    """A (tiny, randomly initialised) Marian folder goes through the transformers translator."""
+    from transformers import AutoTokenizer, MarianConfig, MarianMTModel
+
+    from toolformer_kit.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
+    eos = tok.eos_token_id
+    cfg = MarianConfig(vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1,
+                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                       decoder_ffn_dim=32, max_position_embeddings=128, pad_token_id=eos, eos_token_id=eos,
+                       decoder_start_token_id=eos)
+    MarianMTModel(cfg).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    assert isinstance(_default_translator(str(tmp_path)), Seq2SeqTranslator)
+    assert isinstance(_default_translator(None), LMTranslator)
+    tool = mt_tool(translator=Seq2SeqTranslator(tmp_path, max_new_tokens=6))
+    out = tool("Ich habe heute keine Zeit.")
+    assert out is None or (isinstance(out, str) and "\n" not in out)
+    assert tool("I have no time today.") is None
+    with pytest.raises(ValueError, match="no config.json"):
+        Seq2SeqTranslator(tmp_path / "nowhere")
+
+
+# ------------------------------------------------------------------ the real backends
+@pytest.mark.real_model
+def test_qa_answers_from_a_retrieved_passage(qwen):
+    tool = qa_tool(lm=qwen)
+    answer = tool("Who painted the Mona Lisa?")
+    assert answer and "Leonardo" in answer
+    passages = " ".join(h.text for h in default_index().search("Who painted the Mona Lisa?", 2))
+    assert answer in passages  # a span of what was retrieved, not free recall
+    with open(default_corpus(), encoding="utf-8") as fh:
+        summaries = {v["title"]: v["extract"] for v in json.load(fh).values()}
+    assert answer in summaries["Mona Lisa"]
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("text, lang, words", [
+    ("Ich habe heute keine Zeit.", "de", ("time", "today")),
+    ("Le musée est fermé le lundi.", "fr", ("museum", "closed", "monday")),
+])
+def test_mt_translates_into_english(qwen, text, lang, words):
+    assert detect_language(text)[0] == lang
+    out = mt_tool(lm=qwen)(text)
+    assert out and all(w in out.lower() for w in words), out
+    assert detect_language(out)[0] == "en"

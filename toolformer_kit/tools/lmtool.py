@@ -1,0 +1,79 @@
+"""A language model behind a tool (the QA reader, the MT translator), loaded on first call.
+
+Why lazily: registering or listing tools must not cost a model load (seconds, gigabytes); only a
+call does. Why shared: QA and MT default to the same embedded model, so one process holds one
+copy. Why a lock: the execution engine calls tools from several threads, and one model on one
+device gains nothing from overlapping generations.
+
+The model is chosen, in order, by the ``model`` argument, an environment variable
+(``$TOOLFORMER_QA_MODEL``, ``$TOOLFORMER_MT_MODEL``) and the embedded ``qwen2.5-coder-0.5b``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Optional
+
+from ..lm import LanguageModel, SamplingConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+_LOADED: dict[str, LanguageModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+_GEN_LOCKS: dict[int, threading.Lock] = {}
+
+
+def _generation_lock(lm: LanguageModel) -> threading.Lock:
+    """One lock per model object, so two tools sharing a model never generate at once."""
+    with _LOAD_LOCK:
+        return _GEN_LOCKS.setdefault(id(lm), threading.Lock())
+
+
+def shared_lm(name: str) -> LanguageModel:
+    """One loaded model per name per process."""
+    with _LOAD_LOCK:
+        if name not in _LOADED:
+            from ..lm import load_lm
+
+            log.info("loading %s for a tool (once per process)", name)
+            _LOADED[name] = load_lm(name)
+        return _LOADED[name]
+
+
+class LazyLM:
+    """Greedy one-line completions from a model that is loaded when first needed."""
+
+    def __init__(self, model: str | None = None, env: str | None = None, lm: LanguageModel | None = None):
+        self._lm = lm
+        if lm is not None:
+            self.name = str(getattr(lm, "name", "") or type(lm).__name__)
+        else:
+            self.name = model or (os.environ.get(env) if env else None) or DEFAULT_MODEL
+
+    def get(self) -> LanguageModel:
+        if self._lm is None:
+            self._lm = shared_lm(self.name)
+        return self._lm
+
+    def complete(self, prompt: str, max_new_tokens: int = 32) -> str:
+        """The model's greedy continuation of ``prompt`` up to the end of the line."""
+        lm = self.get()
+        cfg = SamplingConfig(temperature=0.0, max_new_tokens=max_new_tokens)
+        with _generation_lock(lm):
+            (samples,) = lm.sample([prompt], n=1, stop="\n", config=cfg)
+        return samples[0].text.split("\n", 1)[0].strip()
+
+
+def first_line(text: Optional[str]) -> str:
+    """What a reader wrote before any newline, without surrounding spaces or quotes.
+
+    >>> first_line(' "Leonardo da Vinci"\\nQuestion: more')
+    'Leonardo da Vinci'
+    """
+    return (text or "").split("\n", 1)[0].strip().strip("\"'").strip()
