@@ -1,0 +1,224 @@
+"""Run tasks through a tool-aware generator and write what happened, one example at a time.
+
+Layout under ``out``::
+
+    <model>/<setting>/<task>/examples.jsonl   one record per example (prompt, output, calls, correct)
+    <model>/<setting>/<task>/run.json         what the records were made with (checked on resume)
+    summary.json, table.md                    every run found under ``out``, recomputed each time
+
+A setting is ``disabled`` (the call-open token is masked: the paper's "(disabled)" rows) or ``kN``
+(a call opens when " [" is among the top N next tokens; the paper uses k = 10 and sweeps 1, 3, 10).
+
+**Resuming.** Records are appended as each batch finishes, so a killed run loses one batch; a
+re-run skips the ids already written. Changing ``--limit`` extends (or reuses) the same sample,
+since :func:`~toolformer_kit.eval.tasks.subset` takes examples in a fixed hash order. A run made
+with different decoding settings is refused rather than mixed in.
+
+**The generator** is any ``generate(prompts, config, tools) -> results`` with the
+:class:`~toolformer_kit.decode.ToolAwareDecoder` result shape, so tests drive the harness with a
+fake and :func:`decoder_generate` wires in the real decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from ..calls import strip_calls
+from ..config import ConfigError
+from .tasks import Example, Task, subset
+
+log = logging.getLogger(__name__)
+
+GenerateFn = Callable[[list[str], Any, Mapping[str, Any]], list[Any]]
+RECORDS = "examples.jsonl"
+RUN_INFO = "run.json"
+CALL_TOKEN_BUDGET = 40  # extra new tokens when calls are on: a call and its result are ~15-40 tokens
+
+
+class ResumeError(ConfigError):
+    """An output folder holds records made with other settings."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How calls are decoded for one run: masked entirely, or opened on top-k.
+
+    >>> Setting.parse("k3"), Setting.parse("disabled").name, Setting.parse("tools", k=10).name
+    (Setting(name='k3', k=3, disabled=False), 'disabled', 'k10')
+    """
+
+    name: str
+    k: int = 10
+    disabled: bool = False
+
+    @classmethod
+    def parse(cls, text: str, k: int = 10) -> "Setting":
+        text = text.strip().lower()
+        if text in ("disabled", "off", "none"):
+            return cls("disabled", 0, True)
+        if text in ("tools", "on", "enabled"):
+            return cls(f"k{k}", k)
+        m = re.fullmatch(r"k(\d+)", text)
+        if not m:
+            raise ValueError(f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10")
+        return cls(text, int(m.group(1)))
+
+
+def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[str] = ("\n",)):
+    """The paper's decoding for a task: greedy, at most one call, top-k call opening."""
+    from ..decode import DecodeConfig
+
+    budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET)
+    return DecodeConfig(k=setting.k, max_calls=1, disabled=setting.disabled, max_new_tokens=budget,
+                        temperature=0.0, seed=seed, stop=list(stop))
+
+
+def _plain(obj: Any) -> Any:
+    return asdict(obj) if is_dataclass(obj) else dict(obj) if isinstance(obj, Mapping) else dict(vars(obj))
+
+
+def make_record(task: Task, example: Example, result: Any, seconds: float = 0.0) -> dict:
+    """The JSONL record of one answered example; the metric sees the text with calls removed.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from toolformer_kit.eval.tasks import get_task
+    >>> ex = Example("e1", "Q\\nThe answer is", ("8",))
+    >>> res = NS(text=" [Calculator(5 + 3) -> 8] 8.", calls=[NS(tool="Calculator", ok=True)])
+    >>> r = make_record(get_task("svamp"), ex, res)
+    >>> r["prediction"], r["correct"], r["called"], r["tool"]
+    ('8.', True, True, 'Calculator')
+    """
+    calls = [_plain(c) for c in result.calls]
+    prediction = strip_calls(result.text).strip()
+    return {
+        "id": example.id, "task": task.name, "prompt": example.prompt, "output": result.text,
+        "prediction": prediction, "answers": list(example.answers),
+        "correct": bool(task.score(prediction, example)),
+        "called": bool(calls), "tool": calls[0].get("tool") if calls else None,
+        "call_ok": bool(calls) and all(c.get("ok", False) for c in calls),
+        "calls": calls, "meta": dict(example.meta), "seconds": round(seconds, 4),
+    }
+
+
+def read_records(path: Path) -> list[dict]:
+    """Records written so far; a line cut off by a kill is ignored (it is redone)."""
+    if not path.is_file():
+        return []
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("%s: ignoring a truncated line (it will be redone)", path)
+    return out
+
+
+def _check_run_info(folder: Path, info: dict) -> None:
+    path = folder / RUN_INFO
+    if path.is_file():
+        old = json.loads(path.read_text())
+        changed = sorted(k for k in info if k != "limit" and old.get(k) != info[k])
+        if changed:
+            raise ResumeError(
+                f"{folder} holds results made with different {', '.join(changed)} "
+                f"({', '.join(f'{k}={old.get(k)!r}' for k in changed)}); use another --out or delete it")
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=2))
+
+
+def _batches(todo: Sequence[Example], task: Task, setting: Setting, tools: Mapping[str, Any],
+             batch_size: int) -> Iterable[tuple[list[Example], Mapping[str, Any]]]:
+    """Batches that share one tool set: per-example tools (DATESET's Calendar) force batches of 1."""
+    if setting.disabled or not (task.policy.calendar_from_example and "Calendar" in tools):
+        shared = {} if setting.disabled else task.policy.tools_for(Example("", "", ()), tools)
+        for s in range(0, len(todo), batch_size):
+            yield list(todo[s: s + batch_size]), shared
+        return
+    for ex in todo:
+        yield [ex], task.policy.tools_for(ex, tools)
+
+
+def run_task(task: Task, examples: Sequence[Example], generate: GenerateFn, setting: Setting,
+             tools: Mapping[str, Any], folder: Path, *, batch_size: int = 8, seed: int = 0,
+             stop: Sequence[str] = ("\n",), info: Mapping[str, Any] | None = None) -> list[dict]:
+    """Answer every example not yet in ``folder``; returns all records (old and new)."""
+    config = decode_config(task, setting, seed, stop)
+    run_info = {"task": task.name, "setting": setting.name, "seed": seed, "stop": list(stop),
+                "max_new_tokens": config.max_new_tokens, "tools": sorted(tools), **(info or {})}
+    _check_run_info(folder, run_info)
+    path = folder / RECORDS
+    records = read_records(path)
+    done = {r["id"] for r in records}
+    todo = [e for e in examples if e.id not in done]
+    if done:
+        log.info("%s/%s: %d done, %d to go", task.name, setting.name, len(examples) - len(todo), len(todo))
+    with open(path, "a", encoding="utf-8") as fh, \
+            tqdm(total=len(todo), desc=f"{task.name} {setting.name}", unit="ex") as bar:
+        for batch, batch_tools in _batches(todo, task, setting, tools, batch_size):
+            start = time.perf_counter()
+            results = generate([e.prompt for e in batch], config, batch_tools)
+            each = (time.perf_counter() - start) / len(batch)
+            new = [make_record(task, e, r, each) for e, r in zip(batch, results)]
+            fh.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in new))
+            fh.flush()
+            records += new
+            bar.update(len(batch))
+    wanted = {e.id for e in examples}
+    return [r for r in records if r["id"] in wanted]
+
+
+def evaluate(label: str, generate: GenerateFn, tasks: Sequence[Task], settings: Sequence[Setting],
+             data_dir: str | Path, out: str | Path, *, tools: Mapping[str, Any] | None = None,
+             limit: int | None = None, batch_size: int = 8, seed: int = 0, stop: Sequence[str] = ("\n",),
+             n_resamples: int = 1000, info: Mapping[str, Any] | None = None) -> list[dict]:
+    """Every (setting, task) of one model; returns their summaries (see :func:`summarize_run`)."""
+    from .report import summarize_run
+
+    summaries = []
+    for task in tasks:
+        if task.kind != "generate":
+            continue
+        examples = subset(task.load(data_dir), limit)
+        for setting in settings:
+            folder = Path(out) / label / setting.name / task.name
+            records = run_task(task, examples, generate, setting, tools or {}, folder,
+                               batch_size=batch_size, seed=seed, stop=stop, info=info)
+            summaries.append(summarize_run(records, label, setting.name, task.name, n_resamples, seed))
+            log.info("%s", _one_line(summaries[-1]))
+    return summaries
+
+
+def _one_line(s: dict) -> str:
+    ci = s["ci95"]
+    return (f"{s['model']} {s['setting']} {s['task']}: {100 * s['accuracy']:.1f}% "
+            f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}] on {s['n']} (calls {100 * s['call_rate']:.0f}%)")
+
+
+def decoder_generate(lm, batch_size: int = 8) -> GenerateFn:
+    """The real :class:`~toolformer_kit.decode.ToolAwareDecoder` behind the harness's interface.
+
+    A decoder is built per tool set (DATESET needs one Calendar per example); the last few are
+    kept so that the common case, one tool set for a whole task, builds one decoder.
+    """
+    from ..decode import ToolAwareDecoder
+
+    cache: dict[tuple, Any] = {}
+
+    def generate(prompts: list[str], config, tools: Mapping[str, Any]) -> list[Any]:
+        key = tuple(sorted((name, id(tool)) for name, tool in tools.items()))
+        if key not in cache:
+            if len(cache) >= 4:
+                cache.pop(next(iter(cache)))
+            cache[key] = ToolAwareDecoder(lm, tools=dict(tools), batch_size=batch_size)
+        return cache[key].generate(prompts, config)
+
+    return generate

@@ -1,0 +1,128 @@
+"""What an evaluation task is: examples with prompts and gold answers, a metric, and a tool policy.
+
+Why a task carries its own tool policy: the paper removes the tool that would make a benchmark
+trivial — WikiSearch on LAMA (the statements come from Wikipedia) and QA on the QA benchmarks
+(the QA model was trained on Natural Questions) — and DATESET's Calendar must say the example's
+own "today". Keeping that next to the task means no caller can forget it.
+
+>>> task = Task("demo", "a demo", loader=lambda d: [Example("1", "2 + 2 =", ("4",))], metric="math")
+>>> ex = task.load("/nowhere")[0]
+>>> task.score("4, obviously", ex), task.score("five", ex)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ...registry import Registry
+from .. import metrics as M
+
+
+@dataclass(frozen=True)
+class Example:
+    """One test item. ``answers`` are gold strings (aliases); ``meta`` holds task extras such as
+    DATESET's ``today`` (ISO date) that the tool policy reads."""
+
+    id: str
+    prompt: str
+    answers: tuple[str, ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+Metric = Callable[[str, Example], bool]
+METRICS: Registry[Metric] = Registry("metric")
+
+
+@METRICS.register("math")
+def _math(prediction: str, ex: Example) -> bool:
+    gold = M.parse_number(ex.answers[0])
+    return gold is not None and M.math_correct(prediction, gold)
+
+
+@METRICS.register("first5")
+def _first5(prediction: str, ex: Example) -> bool:
+    return M.within_first_words(prediction, ex.answers, 5)
+
+
+@METRICS.register("first10")
+def _first10(prediction: str, ex: Example) -> bool:
+    return M.within_first_words(prediction, ex.answers, 10)
+
+
+@METRICS.register("first20")
+def _first20(prediction: str, ex: Example) -> bool:
+    return M.within_first_words(prediction, ex.answers, 20)
+
+
+@dataclass(frozen=True)
+class ToolPolicy:
+    """Which tools a task may not use, and whether Calendar's "today" is the example's date."""
+
+    excluded: tuple[str, ...] = ()
+    calendar_from_example: bool = False
+
+    def tools_for(self, example: Example, tools: Mapping[str, Any]) -> dict[str, Any]:
+        """The tools available while answering ``example``."""
+        allowed = {name: tool for name, tool in tools.items() if name not in self.excluded}
+        if self.calendar_from_example and "Calendar" in allowed and "today" in example.meta:
+            from ...tools.calendar import calendar_tool_for
+
+            allowed["Calendar"] = calendar_tool_for(dt.date.fromisoformat(example.meta["today"]))
+        return allowed
+
+
+@dataclass
+class Task:
+    """A benchmark: ``loader(data_dir)`` reads its examples; ``metric`` names a :data:`METRICS` entry."""
+
+    name: str
+    description: str
+    loader: Callable[[Path], list[Example]]
+    metric: str = "first5"
+    policy: ToolPolicy = field(default_factory=ToolPolicy)
+    max_new_tokens: int = 32
+    kind: str = "generate"  # or "perplexity"
+
+    def load(self, data_dir: str | Path) -> list[Example]:
+        return self.loader(Path(data_dir))
+
+    def score(self, prediction: str, example: Example) -> bool:
+        return METRICS.get(self.metric)(prediction, example)
+
+
+TASKS: Registry[Task] = Registry("task", case_sensitive=False)
+
+
+def register(task: Task) -> Task:
+    TASKS.add(task.name, task)
+    return task
+
+
+def require(path: Path, what: str) -> Path:
+    """``path`` if it exists, else one error that names the flag to fix."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{what} not found at {path}; pass --data-dir pointing at a folder laid out like "
+            "shared/data/benchmarks (see its README), or drop the task from --tasks")
+    return path
+
+
+def subset(examples: Sequence[Example], limit: int | None, salt: str = "") -> list[Example]:
+    """The first ``limit`` examples in a stable hash order of their ids.
+
+    Why not the first ``limit`` in file order: files are often sorted (by type, grade or
+    relation), so a prefix would be a biased sample; a hash order is a fixed pseudo-random sample
+    that does not depend on the file order and grows by extension as ``limit`` grows.
+
+    >>> exs = [Example(str(i), "", ()) for i in range(10)]
+    >>> small, big = subset(exs, 3), subset(exs, 5)
+    >>> [e.id for e in big[:3]] == [e.id for e in small], len(subset(exs, None))
+    (True, 10)
+    """
+    ordered = sorted(examples, key=lambda e: hashlib.sha1(f"{salt}|{e.id}".encode()).hexdigest())
+    return ordered if limit is None else ordered[:limit]

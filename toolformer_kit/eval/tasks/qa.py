@@ -1,0 +1,96 @@
+"""Open-domain QA (WebQuestions, Natural Questions, TriviaQA) and MLQA; the QA tool is disabled.
+
+Why QA is disabled here: the paper's QA tool is a model trained on Natural Questions, so letting
+it answer these benchmarks would measure that model, not the LM. Correct means an answer (any
+alias) occurs in the first 20 predicted words (10 for MLQA).
+
+MLQA follows the paper's cross-lingual setting: an English context paragraph and a question in
+another language, with the instruction to answer in English. Files are read in MLQA's published
+SQuAD-style layout, ``mlqa/<split>/<split>-context-en-question-<lang>.json``.
+
+>>> qa_prompt("who wrote hamlet")
+'Answer the following question: who wrote hamlet\\nAnswer:'
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+from pathlib import Path
+
+from .base import Example, Task, ToolPolicy, register, require
+
+MLQA_LANGUAGES = ("ar", "de", "es", "hi", "vi", "zh")
+
+
+def qa_prompt(question: str) -> str:
+    return f"Answer the following question: {question.strip()}\nAnswer:"
+
+
+def _jsonl_qa(path: Path, prefix: str) -> list[Example]:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for i, line in enumerate(l for l in fh if l.strip()):
+            row = json.loads(line)
+            out.append(Example(f"{prefix}-{i}", qa_prompt(row["question"]), tuple(row["answer"])))
+    return out
+
+
+def load_webquestions(data_dir: Path) -> list[Example]:
+    return _jsonl_qa(require(data_dir / "qa" / "webquestions.test.jsonl", "WebQuestions"), "webq")
+
+
+def load_nq(data_dir: Path) -> list[Example]:
+    return _jsonl_qa(require(data_dir / "qa" / "NQ-open.dev.jsonl", "NQ-open"), "nq")
+
+
+def parse_aliases(field: str) -> tuple[str, ...]:
+    """TriviaQA's answer column is a Python list literal of aliases.
+
+    >>> parse_aliases("['Bacall', 'Lauren Bacall']")
+    ('Bacall', 'Lauren Bacall')
+    """
+    value = ast.literal_eval(field)
+    return tuple(str(v) for v in (value if isinstance(value, (list, tuple)) else [value]))
+
+
+def load_triviaqa(data_dir: Path) -> list[Example]:
+    path = require(data_dir / "qa" / "triviaqa.test.tsv", "TriviaQA")
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh, delimiter="\t") if r]
+    return [Example(f"trivia-{i}", qa_prompt(q), parse_aliases(a)) for i, (q, a) in enumerate(rows)]
+
+
+def mlqa_prompt(context: str, question: str) -> str:
+    return (f"{context.strip()}\n\nUsing the text above, answer the question in English.\n"
+            f"Question: {question.strip()}\nAnswer:")
+
+
+def load_mlqa_file(path: Path) -> list[Example]:
+    """Examples from one MLQA (SQuAD v1.1-format) file."""
+    data = json.loads(require(path, "MLQA file").read_text(encoding="utf-8"))
+    out = []
+    for article in data["data"]:
+        for para in article["paragraphs"]:
+            for qa in para["qas"]:
+                answers = tuple(dict.fromkeys(a["text"] for a in qa["answers"]))
+                out.append(Example(qa["id"], mlqa_prompt(para["context"], qa["question"]), answers))
+    return out
+
+
+def mlqa_loader(lang: str, split: str = "test"):
+    def load(data_dir: Path) -> list[Example]:
+        return load_mlqa_file(data_dir / "mlqa" / split / f"{split}-context-en-question-{lang}.json")
+
+    return load
+
+
+NO_QA = ToolPolicy(excluded=("QA",))
+register(Task("webquestions", "WebQuestions test", load_webquestions, metric="first20", policy=NO_QA,
+              max_new_tokens=40))
+register(Task("nq", "Natural Questions (open) dev", load_nq, metric="first20", policy=NO_QA, max_new_tokens=40))
+register(Task("triviaqa", "TriviaQA (DPR test)", load_triviaqa, metric="first20", policy=NO_QA, max_new_tokens=40))
+for _lang in MLQA_LANGUAGES:
+    register(Task(f"mlqa-{_lang}", f"MLQA, English context, {_lang} question", mlqa_loader(_lang),
+                  metric="first10", max_new_tokens=24))
