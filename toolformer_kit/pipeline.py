@@ -1,0 +1,171 @@
+"""The whole method end to end on one machine: models → index → annotate → fine-tune → evaluate → report.
+
+Each stage is a call into the same function its own subcommand runs, with its own output folder
+under ``--out``; a stage whose completion marker exists is skipped, so re-running the command
+after an interruption continues where it stopped (annotation and training also resume inside
+their stage). The defaults are sized for a 2-core CPU; the knobs that scale the run up are the
+fields of :class:`PipelineConfig`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+
+def _f(default, help_text: str):
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata={"help": help_text})
+    return field(default=default, metadata={"help": help_text})
+
+
+@dataclass
+class PipelineConfig:
+    out: str = _f("runs/default", "output folder; every stage writes a subfolder and is skipped once done")
+    model: str = _f("smollm2-135m", "model that scores calls and is fine-tuned")
+    sampler_model: str = _f("qwen2.5-coder-0.5b", "model that proposes calls ('' = the same model)")
+    tools: list[str] = _f(["Calculator", "WikiSearch", "Calendar", "QA", "MT"], "tools to annotate")
+    docs_per_source: int = _f(6, "embedded corpus: documents per source (wiki, mt, gsm8k, changelog)")
+    window_tokens: int = _f(96, "annotation window length in tokens")
+    train_steps: int = _f(30, "optimiser steps per fine-tuning run")
+    train_batch: int = _f(8, "effective batch (sequences per step)")
+    learning_rate: float = _f(3e-4, "LoRA learning rate")
+    max_length: int = _f(192, "training sequence length")
+    dev_docs: int = _f(60, "held-out Wikipedia summaries for dev perplexity")
+    tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset"], "evaluation tasks")
+    eval_limit: int = _f(40, "examples per task")
+    data_dir: Optional[str] = _f(None, "benchmark folder (default: ../shared/data/benchmarks)")
+    seed: int = _f(0, "seed for every stage")
+    threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
+
+
+def _done(path: Path) -> bool:
+    return path.exists()
+
+
+def stage_models(cfg: PipelineConfig) -> None:
+    from .models import EMBEDDED, pull
+
+    for name in {cfg.model, cfg.sampler_model} - {""}:
+        if name in EMBEDDED:
+            pull(name)
+
+
+def stage_index(cfg: PipelineConfig) -> None:
+    from .tools import get_tool
+
+    if "WikiSearch" in cfg.tools or "QA" in cfg.tools:
+        tool = get_tool("WikiSearch")
+        if tool.prepare:
+            tool.prepare()
+
+
+def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
+    from .annotate.config import AnnotateConfig
+    from .annotate.runner import Runner
+
+    folder = out / "annotate"
+    if not _done(folder / "manifest.json"):
+        Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
+                              corpus="default", default_docs=cfg.docs_per_source, out=str(folder),
+                              window_tokens=cfg.window_tokens, seed=cfg.seed)).run()
+    return folder
+
+
+def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
+    """Wikipedia summaries that annotation did not see, for dev perplexity."""
+    from .annotate.sources import _load_wiki
+
+    texts = sorted(v["extract"] for v in _load_wiki("en-us").values() if v.get("extract"))
+    pool = [t for t in texts if t not in exclude and len(t) > 200]
+    return random.Random(seed + 7919).sample(pool, min(n, len(pool)))
+
+
+def stage_dev(cfg: PipelineConfig, out: Path, annotated: Path) -> Path:
+    path = out / "dev.jsonl"
+    if not _done(path):
+        seen = {json.loads(line).get("original", "") for line in (annotated / "corpus.jsonl").open(encoding="utf-8")}
+        rows = [{"id": f"dev-{i}", "text": t} for i, t in enumerate(heldout_texts(seen, cfg.dev_docs, cfg.seed))]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> Path:
+    from .train import run_training
+    from .train.config import TrainConfig
+
+    folder = out / ("train-cc" if plain else "train-tools")
+    if not _done(folder / "train_summary.json"):
+        run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
+                                 dev_data=str(dev), lora=True, max_steps=cfg.train_steps,
+                                 effective_batch=cfg.train_batch, batch_size=min(4, cfg.train_batch),
+                                 learning_rate=cfg.learning_rate, max_length=cfg.max_length,
+                                 eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
+    return folder
+
+
+def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path, dev: Path) -> Path:
+    from .commands.eval import main as eval_main
+
+    folder = out / "eval"
+    argv = ["--model", f"toolformer={tools_model}", "--baselines", f"base={cfg.model},cc={cc_model}",
+            "--tasks", ",".join(cfg.tasks), "--limit", str(cfg.eval_limit), "--out", str(folder),
+            "--heldout", str(dev), "--seed", str(cfg.seed)]
+    argv += ["--data-dir", cfg.data_dir] if cfg.data_dir else []
+    argv += ["--threads", str(cfg.threads)] if cfg.threads else []
+    if eval_main(argv) != 0:
+        raise RuntimeError("evaluation failed; see the messages above")
+    return folder
+
+
+def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
+                 timings: dict) -> tuple[Path, Path]:
+    from . import report
+    from .config import to_dict
+
+    blocks = [report.Block("h2", "Settings"),
+              report.Block("table", header=("setting", "value"),
+                           rows=[(k, v) for k, v in to_dict(cfg).items()]),
+              report.Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
+    blocks += report.annotation_blocks(annotated)
+    blocks += report.training_blocks(trained)
+    blocks += report.eval_blocks(evaluated)
+    return report.write(out / "report", blocks)
+
+
+def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.threads:
+        import torch
+
+        torch.set_num_threads(cfg.threads)
+    timings: dict[str, float] = {}
+
+    def timed(name, fn, *args):
+        t0 = time.perf_counter()
+        log.info("stage %s", name)
+        result = fn(*args)
+        timings[name] = time.perf_counter() - t0
+        return result
+
+    timed("models", stage_models, cfg)
+    timed("index", stage_index, cfg)
+    annotated = timed("annotate", stage_annotate, cfg, out)
+    dev = timed("dev texts", stage_dev, cfg, out, annotated)
+    data = annotated / "corpus.jsonl"
+    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data, dev, False),
+               "+CC": timed("train (+CC)", stage_train, cfg, out, data, dev, True)}
+    evaluated = timed("evaluate", stage_eval, cfg, out, trained["tool-trained"], trained["+CC"], dev)
+    paths = timed("report", stage_report, cfg, out, annotated, trained, evaluated, timings)
+    (out / "timings.json").write_text(json.dumps(timings, indent=1))
+    return paths
