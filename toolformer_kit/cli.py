@@ -16,7 +16,14 @@ from typing import Callable, Sequence
 # name → module; each module is imported only to build its parser (keep their imports light).
 COMMANDS = {
     "models": "toolformer_kit.commands.models",
+    "annotate": "toolformer_kit.commands.annotate",
     "positions": "toolformer_kit.commands.positions",
+    "generate": "toolformer_kit.commands.generate",
+    "tools": "toolformer_kit.commands.tools",
+    "eval": "toolformer_kit.commands.eval",
+    "train": "toolformer_kit.commands.train",
+    "inspect": "toolformer_kit.commands.inspect",
+    "pipeline": "toolformer_kit.commands.pipeline",
 }
 
 log = logging.getLogger("toolformer_kit")

@@ -1,0 +1,210 @@
+"""Benchmark of annotation: per-stage throughput and the batched filter against a naive reference.
+
+Run: ``python benchmarks/bench_annotate.py [--docs 6 --tool Calculator --k 5 --m 5]``, or
+``--from-run OUT`` to compare the filter on the candidates an annotate run wrote to ``OUT``.
+
+What it reports, on the same documents in the same process:
+
+* the machine's fp32 matmul rate (median of 2048×2048 products through torch), the roofline;
+* per stage (positions, sampling, execution, scoring): seconds, tokens/s, candidates/s, and the
+  share of the roofline spent on *useful* FLOPs — 2 × (non-embedding parameters) per token run
+  through the transformer body plus 2 × vocabulary × hidden per output-head row actually needed
+  (attention-score FLOPs and padding are not counted as useful);
+* the filter: :func:`~toolformer_kit.annotate.filter.score_candidates` against
+  :func:`~toolformer_kit.annotate.filter.naive_losses` (one candidate at a time, three unbatched
+  passes over the full document each) on the same candidates — the largest difference of any
+  loss and the speed ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def matmul_gflops(n: int = 2048, reps: int = 7) -> float:
+    import torch
+
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b  # warm-up
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t0)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def flop_model(lm) -> tuple[float, float]:
+    """(FLOPs per body token, FLOPs per output-head row) of a transformers model."""
+    emb = lm.model.get_input_embeddings().weight
+    head = lm.model.get_output_embeddings().weight
+    total = sum(p.numel() for p in lm.model.parameters())
+    tied = head.data_ptr() == emb.data_ptr()
+    body = total - emb.numel() - (0 if tied else head.numel())
+    return 2.0 * body, 2.0 * head.numel()
+
+
+def run_stages(args, lm, sampler, tool, docs):
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.annotate.stages import ShardAnnotator
+
+    cfg = AnnotateConfig(k=args.k, m=args.m, tau_s=args.tau_s, max_new_tokens=args.max_new_tokens,
+                         seed=args.seed, prefilter=False)
+    annot = ShardAnnotator(cfg, lm, [tool], sampler)
+    t0 = time.perf_counter()
+    cands, stats = annot.run(docs)
+    return annot, cands, stats, time.perf_counter() - t0
+
+
+def stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof) -> dict:
+    per_tok_s, per_row_s = flop_model(sampler)
+    per_tok, per_row = flop_model(lm)
+    prompt = len(sampler.encode(tool.prompt_prefix()))  # computed once and cached for the run
+    per_doc = stats.tokens["positions"]  # "Input: x / Output:" + x, per document
+    text = sum(len(sampler.encode(" " + d.text)) for d in docs)  # rows through the output head
+    samp_in, samp_new = stats.tokens["sampling_prefix"], stats.tokens["sampling_new"]
+    sc = annot.scorer.stats
+    useful = {
+        "positions": ((prompt + per_doc) * per_tok_s + text * per_row_s, prompt + per_doc),
+        "sampling": ((samp_in + samp_new) * per_tok_s + samp_new * per_row_s, samp_in + samp_new),
+        "scoring": (sc.body_tokens * per_tok + sc.head_rows * per_row, sc.body_tokens),
+    }
+    scored = sum(c.score is not None for c in cands)
+    out = {}
+    for stage, sec in stats.seconds.items():
+        row = {"seconds": round(sec, 2)}
+        if stage in useful and sec > 0:
+            flops, toks = useful[stage]
+            row.update(tokens=int(toks), tokens_per_s=round(toks / sec, 1),
+                       useful_gflops=round(flops / sec / 1e9, 2), roofline_share=round(flops / sec / 1e9 / roof, 3))
+        if stage == "scoring" and sec > 0:
+            row["candidates_per_s"] = round(scored / sec, 2)
+            row["padded_tokens"] = sc.padded_tokens
+        if stage == "sampling" and sec > 0:
+            row["samples_per_s"] = round(len(cands) / sec, 2)
+        out[stage] = row
+    return out
+
+
+def load_run(path: str, lm):
+    """The documents and scored candidates of a finished ``toolformer annotate`` run."""
+    from pathlib import Path
+
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.annotate.corpus import ReadReport
+    from toolformer_kit.annotate.records import read_jsonl
+    from toolformer_kit.annotate.runner import Runner
+    from toolformer_kit.config import from_dict
+
+    manifest = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
+    cfg = from_dict(AnnotateConfig, manifest["settings"])
+    docs, _ = Runner(cfg, lm=lm)._documents(lm, ReadReport())
+    cands = [c for c in read_jsonl(Path(path) / "candidates.jsonl") if c.score is not None]
+    return docs, cands, cfg
+
+
+def whole_documents(cands, limit: int):
+    """Candidates of whole documents (so sharing is as in a real run), about ``limit`` of them."""
+    pool, seen = [], []
+    for c in cands:
+        if c.doc_id not in seen:
+            if len(pool) >= limit:
+                break
+            seen.append(c.doc_id)
+        pool.append(c)
+    return pool
+
+
+def compare_filter(lm, docs, cands, limit: int) -> dict:
+    """Batched scorer vs naive reference on the scorable candidates of the first documents."""
+    from toolformer_kit.annotate.filter import BatchedScorer, naive_losses, score_candidates
+    from toolformer_kit.annotate.positions import LEAD
+
+    pool = whole_documents([c for c in cands if c.scorable], limit)
+    ids = {d.doc_id: n for n, d in enumerate(docs)}
+    tokens = [lm.encode(LEAD + d.text) for d in docs]
+    for c in pool:
+        c.L_eps = c.L_call_noresult = c.L_plus = None
+    scorer = BatchedScorer(lm)
+    t0 = time.perf_counter()
+    score_candidates(scorer, tokens, [ids[c.doc_id] for c in pool], pool, {c.tool: 1.0 for c in pool})
+    batched = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ref = [naive_losses(lm, tokens[ids[c.doc_id]], c.call, c.score_position) for c in pool]
+    naive = time.perf_counter() - t0
+    diff = max((abs(a - b) for c, r in zip(pool, ref) for a, b in zip((c.L_eps, c.L_call_noresult, c.L_plus), r)),
+               default=0.0)
+    naive_tokens = sum(3 * (len(tokens[ids[c.doc_id]]) + 1 + 12) for c in pool)  # approx.; prefixes ~12 tokens
+    return {"candidates": len(pool), "tools": sorted({c.tool for c in pool}), "distinct_calls": len({(c.doc_id, c.input, c.result) for c in pool}),
+            "documents": len({c.doc_id for c in pool}), "max_abs_diff": diff, "agree_1e-4": diff <= 1e-4,
+            "batched_seconds": round(batched, 3), "naive_seconds": round(naive, 3),
+            "speedup": round(naive / batched, 2) if batched else None,
+            "batched_body_tokens": scorer.stats.body_tokens, "naive_body_tokens_approx": naive_tokens}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--sampler-model", default="")
+    p.add_argument("--tool", default="Calculator")
+    p.add_argument("--docs", type=int, default=6, help="documents (GSM8K for the Calculator, else wiki)")
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--m", type=int, default=5)
+    p.add_argument("--tau-s", type=float, default=0.0)
+    p.add_argument("--max-new-tokens", type=int, default=24)
+    p.add_argument("--naive-limit", type=int, default=400, help="candidates compared against the naive reference")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default="", help="also write the report here")
+    p.add_argument("--from-run", default="", help="compare the filter on the candidates of this annotate output "
+                                                   "folder instead of running the stages")
+    args = p.parse_args(argv)
+
+    import torch
+
+    from toolformer_kit.annotate.sources import SOURCES
+    from toolformer_kit.lm import load_lm
+    from toolformer_kit.tools import get_tool
+    import random
+
+    roof = matmul_gflops()
+    machine = {"torch_threads": torch.get_num_threads(), "fp32_matmul_gflops": round(roof, 1),
+               "load_average": os.getloadavg()}
+    lm = load_lm(args.model, device="cpu")
+    if args.from_run:
+        docs, cands, cfg = load_run(args.from_run, lm)
+        report = {"machine": machine, "run": args.from_run, "model": cfg.model, "sampler": cfg.sampler_model,
+                  "filter_vs_naive": compare_filter(lm, docs, cands, args.naive_limit)}
+        return _emit(report, args.json)
+    sampler = load_lm(args.sampler_model, device="cpu") if args.sampler_model else lm
+    tool = get_tool(args.tool)
+    source = "gsm8k" if args.tool == "Calculator" else ("changelog" if args.tool == "Calendar" else "wiki")
+    docs = SOURCES[source](args.docs, random.Random(f"bench:{args.seed}"))
+    annot, cands, stats, wall = run_stages(args, lm, sampler, tool, docs)
+    report = {
+        "machine": machine,
+        "setup": {"model": args.model, "sampler": args.sampler_model or args.model, "tool": args.tool,
+                  "documents": len(docs), "k": args.k, "m": args.m, "tau_s": args.tau_s},
+        "stages": stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof),
+        "candidates": len(cands), "scored": sum(c.score is not None for c in cands),
+        "pipeline_seconds": round(wall, 2),
+        "filter_vs_naive": compare_filter(lm, docs, cands, args.naive_limit),
+    }
+    return _emit(report, args.json)
+
+
+def _emit(report: dict, path: str) -> int:
+    text = json.dumps(report, indent=1)
+    print(text)
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

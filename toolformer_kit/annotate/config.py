@@ -1,0 +1,66 @@
+"""Every setting of ``toolformer annotate``: one dataclass drives the flags and the config file.
+
+Per-tool thresholds default to each tool's own :class:`~toolformer_kit.tools.base.AnnotationSettings`
+(the paper's: τs = 0.05, k = 5, m = 5, τf = 1.0; Calculator and MT: 0, 20, 10, 0.5); setting
+``tau_s``/``k``/``m``/``tau_f`` here overrides them for every tool, and ``per_tool`` for one tool
+(it wins over both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+ALL_TOOLS = ["Calculator", "Calendar", "WikiSearch", "QA", "MT"]
+
+
+def _f(default, help_text, **kw):
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata={"help": help_text, **kw})
+    return field(default=default, metadata={"help": help_text, **kw})
+
+
+@dataclass
+class AnnotateConfig:
+    model: str = _f("smollm2-135m", "model that scores calls (and is later fine-tuned): embedded name or HF folder")
+    sampler_model: str = _f("", "separate model that proposes positions and calls (default: --model)")
+    tools: list[str] = _f(ALL_TOOLS, "tools to annotate, comma-separated")
+    corpus: str = _f("default", "a .jsonl/.txt/.parquet file, a folder of them, or 'default' (embedded corpus)")
+    out: str = _f("annotated", "output folder (shards, corpus.jsonl, candidates.jsonl, manifest.json)")
+    default_docs: int = _f(16, "embedded corpus: documents per source")
+    default_sources: list[str] = _f(["wiki", "mt", "gsm8k", "changelog"], "embedded corpus: sources to mix")
+    max_docs: int = _f(0, "annotate only the first N documents (0 = all)")
+    window_tokens: int = _f(128, "split documents longer than this many tokens into windows")
+    tau_s: Optional[float] = _f(None, "position threshold τs for every tool (default: per tool)")
+    k: Optional[int] = _f(None, "at most k positions per document (default: per tool)")
+    m: Optional[int] = _f(None, "calls sampled per position (default: per tool)")
+    tau_f: Optional[float] = _f(None, "filter threshold τf for every tool (default: per tool)")
+    per_tool: list[str] = _f([], "per-tool overrides TOOL.SETTING=VALUE, e.g. Calendar.tau_s=0,Calculator.k=5")
+    report_tau_f: list[float] = _f([0.5, 1.0, 2.0], "thresholds for the kept-counts table in the summary")
+    max_new_tokens: int = _f(32, "token budget for one sampled call")
+    temperature: float = _f(1.0, "sampling temperature (0 = greedy)")
+    top_k: int = _f(0, "sample from the top k tokens only (0 = all)")
+    top_p: float = _f(1.0, "nucleus sampling mass")
+    seed: int = _f(0, "seed for sampling, the Calculator 1%% pre-filter and the per-tool cap")
+    prefilter: bool = _f(True, "apply Appendix A's Calculator and MT pre-filters")
+    calculator_rate: float = _f(0.01, "share of texts with merely >= 3 numbers kept for the Calculator")
+    mt_confidence: float = _f(0.8, "language-ID confidence for a chunk to count (MT pre-filter)")
+    cap_per_tool: int = _f(25000, "at most this many texts of C* per tool (seeded subset; 0 = no cap)")
+    shard_size: int = _f(8, "documents per output shard (the unit of resumption)")
+    tool_timeout: float = _f(10.0, "seconds before a tool call counts as failed")
+    tool_cache: str = _f("", "tool result cache file (default: <out>/tool-cache.sqlite)")
+    device: str = _f("", "torch device (default: cuda if available, else cpu)")
+    parquet: bool = _f(False, "also write C* as corpus.parquet (needs pyarrow)")
+    overwrite: bool = _f(False, "discard an existing run in --out instead of resuming it")
+    progress: bool = _f(True, "show progress bars")
+    backend: str = _f("hf", "LM backend: hf (transformers) or vllm")
+    engine: str = _f("local", "local (this process) or ray (Ray Data actors, same output)")
+    actors: int = _f(2, "ray engine: actors, each holding its own copy of the models")
+    num_gpus_per_actor: float = _f(0.0, "ray engine: GPUs per actor (0 on a CPU machine)")
+    cpus_per_actor: float = _f(1.0, "ray engine: CPUs per actor (also its torch threads)")
+    ray_address: str = _f("", "ray engine: address of an existing cluster ('auto' on a node of it; empty = local)")
+
+
+# Settings that do not change what a run writes: a resumed run may differ in these.
+NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",
+                "engine", "actors", "num_gpus_per_actor", "cpus_per_actor", "ray_address"}

@@ -1,0 +1,224 @@
+"""Reading the corpus to annotate, and cutting long documents into windows.
+
+**Formats.** ``--corpus`` is a file or a folder (every ``*.jsonl``, ``*.txt`` and ``*.parquet`` in
+it, sorted by name). A JSONL line or Parquet row is one document with a ``text`` field and
+optionally ``id`` and any other fields (``date``, ``url``, ``title`` … are kept and travel with the
+document; the Calendar reads its date from them). A ``.txt`` file holds documents separated by blank
+lines. ``default`` names the embedded corpus (:mod:`.sources`).
+
+**Bad input** never stops a run silently half-way: an empty corpus is an error; lines that are not
+JSON objects with a non-empty ``text`` are skipped and counted in the run summary.
+
+**Windows.** A document longer than ``max_tokens`` tokens is split into windows that are annotated
+as separate texts (ids ``<id>#0``, ``<id>#1`` …, the original fields copied to each). Windows are
+packed greedily from whole sentences (split after ``.``, ``!``, ``?`` or at line breaks) so a call
+never has to predict across a cut in mid-sentence; a single sentence longer than a window is cut
+between words. Token counts are taken sentence by sentence with the model's tokenizer, so a window
+can be off by a token or two where two sentences merge into one token at their boundary. Nothing
+is dropped or overlapped: the windows concatenate back to the document (up to the whitespace at the
+cuts).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..config import ConfigError
+
+log = logging.getLogger(__name__)
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass
+class Document:
+    """One text to annotate; ``meta`` holds every other field of the source record."""
+
+    doc_id: str
+    text: str
+    meta: dict = field(default_factory=dict)
+
+    def record(self) -> dict:
+        """The document as a plain mapping (what date finders and C* writers read)."""
+        return {**self.meta, "id": self.doc_id, "text": self.text}
+
+
+@dataclass
+class ReadReport:
+    files: int = 0
+    documents: int = 0
+    skipped: dict = field(default_factory=dict)  # reason → count
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+class CorpusError(ConfigError):
+    """The corpus cannot be used; the message names the problem and the fix."""
+
+
+def corpus_files(path: str | Path) -> list[Path]:
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.suffix in (".jsonl", ".txt", ".parquet"))
+        if not found:
+            raise CorpusError(f"corpus folder {path} holds no .jsonl, .txt or .parquet file")
+        return found
+    raise CorpusError(f"corpus {path} does not exist; pass a .jsonl/.txt/.parquet file, a folder of them, "
+                      "or 'default' for the embedded corpus")
+
+
+def _from_mapping(obj, fallback_id: str, report: ReadReport) -> Document | None:
+    if not isinstance(obj, dict):
+        report.skip("not a JSON object")
+        return None
+    text = obj.get("text")
+    if not isinstance(text, str) or not text.strip():
+        report.skip("no text field" if text is None else "empty or non-string text")
+        return None
+    meta = {k: v for k, v in obj.items() if k not in ("text", "id")}
+    return Document(str(obj.get("id", fallback_id)), text.strip(), meta)
+
+
+def _read_jsonl(path: Path, report: ReadReport) -> Iterator[Document]:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                report.skip("unreadable JSON line")
+                continue
+            doc = _from_mapping(obj, f"{path.stem}:{n}", report)
+            if doc:
+                yield doc
+
+
+def _read_txt(path: Path, report: ReadReport) -> Iterator[Document]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for n, block in enumerate(re.split(r"\n\s*\n", text)):
+        if block.strip():
+            yield Document(f"{path.stem}:{n}", block.strip(), {})
+
+
+def _read_parquet(path: Path, report: ReadReport) -> Iterator[Document]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CorpusError(f"reading {path} needs pyarrow: pip install pyarrow (or convert it to JSONL)") from None
+    table = pq.read_table(path)
+    if "text" not in table.column_names:
+        raise CorpusError(f"{path} has no 'text' column (columns: {', '.join(table.column_names)})")
+    for n, row in enumerate(table.to_pylist()):
+        doc = _from_mapping(row, f"{path.stem}:{n}", report)
+        if doc:
+            yield doc
+
+
+READERS = {".jsonl": _read_jsonl, ".txt": _read_txt, ".parquet": _read_parquet}
+
+
+def read_corpus(path: str | Path, report: ReadReport | None = None, default_docs: int = 16,
+                seed: int = 0, default_sources: tuple[str, ...] | None = None) -> list[Document]:
+    """Every document of a corpus file or folder, in a fixed order; raises on an empty corpus."""
+    report = report if report is not None else ReadReport()
+    if str(path) == "default":
+        from .sources import default_corpus
+
+        docs = default_corpus(default_docs, seed, *([tuple(default_sources)] if default_sources else []))
+    else:
+        docs = []
+        for f in corpus_files(path):
+            report.files += 1
+            reader = READERS.get(f.suffix)
+            if reader is None:
+                raise CorpusError(f"cannot read {f}: use .jsonl, .txt or .parquet")
+            docs.extend(reader(f, report))
+    seen = set()
+    for d in docs:
+        if d.doc_id in seen:
+            raise CorpusError(f"document id {d.doc_id!r} occurs twice in {path}; ids must be unique "
+                              "(drop the 'id' field to number documents by line)")
+        seen.add(d.doc_id)
+    report.documents = len(docs)
+    if not docs:
+        raise CorpusError(f"corpus {path} holds no usable document"
+                          + (f" (skipped: {report.skipped})" if report.skipped else ""))
+    if report.skipped:
+        log.warning("skipped %d unusable record(s) in %s: %s", sum(report.skipped.values()), path, report.skipped)
+    return docs
+
+
+def _pieces(text: str) -> list[str]:
+    """Sentences, each keeping the whitespace that followed it (so pieces join back to the text)."""
+    out, last = [], 0
+    for m in SENTENCE_END.finditer(text):
+        out.append(text[last:m.end()])
+        last = m.end()
+    if last < len(text):
+        out.append(text[last:])
+    return out
+
+
+def split_windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """Whole sentences packed greedily into windows of at most ``max_tokens`` (see module doc).
+
+    >>> words = lambda s: len(s.split())
+    >>> split_windows("One two three. Four five. Six seven eight nine.", 5, words)
+    ['One two three. Four five.', 'Six seven eight nine.']
+    >>> split_windows("a b c d e f g", 3, words)
+    ['a b c', 'd e f', 'g']
+    """
+    if max_tokens <= 0 or count(text) <= max_tokens:
+        return [text]
+    windows, cur, cur_n = [], "", 0
+    for piece in _pieces(text):
+        n = count(piece)
+        if n > max_tokens:  # a sentence that does not fit anywhere: cut it between words
+            words = re.findall(r"\S+\s*", piece)
+            parts = split_windows_words(words, max_tokens, count)
+        else:
+            parts = [piece]
+        for part in parts:
+            n = count(part)
+            if cur and cur_n + n > max_tokens:
+                windows.append(cur.strip())
+                cur, cur_n = "", 0
+            cur, cur_n = cur + part, cur_n + n
+    if cur.strip():
+        windows.append(cur.strip())
+    return windows
+
+
+def split_windows_words(words: list[str], max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    parts, cur, cur_n = [], "", 0
+    for w in words:
+        n = count(w)
+        if cur and cur_n + n > max_tokens:
+            parts.append(cur)
+            cur, cur_n = "", 0
+        cur, cur_n = cur + w, cur_n + n
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+def windowed(docs: list[Document], max_tokens: int, count: Callable[[str], int]) -> tuple[list[Document], int]:
+    """Documents with the long ones replaced by their windows; also how many were split."""
+    out, split = [], 0
+    for d in docs:
+        parts = split_windows(d.text, max_tokens, count)
+        if len(parts) == 1:
+            out.append(d)
+            continue
+        split += 1
+        out += [Document(f"{d.doc_id}#{w}", p, dict(d.meta, window=w)) for w, p in enumerate(parts)]
+    return out, split

@@ -1,0 +1,233 @@
+"""Driving a whole annotation run: shards on disk, resumption, progress, summary, manifest.
+
+**Layout of ``--out``**::
+
+    run.json                   settings and corpus fingerprint, written first
+    shards/shard-00000.jsonl   candidate log of documents 0…S−1 (one Candidate per line)
+    shards/shard-00000.json    that shard's counts and timings
+    candidates.jsonl           all shard logs, in order (every candidate, kept or not, with scores)
+    corpus.jsonl               C*: texts with at least one kept call, calls written in
+    summary.json               counts per tool, kept counts per τf, top calls, timings
+    manifest.json              written last: its presence means the run is complete
+
+**Crash safety.** Every file is written to a temporary name, flushed to disk and renamed, so a file
+is either complete or absent. A shard's ``.json`` is renamed before its ``.jsonl``; a shard counts
+as done when its ``.jsonl`` exists. A re-run with the same settings skips done shards and redoes
+only the rest — after SIGKILL, Ctrl-C or a power cut — and since a shard's content depends only on
+its documents, the seed and the settings (never on what ran before it), the output is the same as
+an uninterrupted run's. A re-run with different settings is refused unless ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+from ..config import ConfigError, to_dict
+from . import records as R
+from .config import NON_SEMANTIC, AnnotateConfig
+from .corpus import ReadReport, read_corpus, windowed
+from .execute import Executor
+from .merge import build_corpus
+from .stages import ShardAnnotator
+
+log = logging.getLogger(__name__)
+FORMAT = "toolformer-kit annotate v1"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fingerprint(docs) -> str:
+    h = hashlib.sha256()
+    for d in docs:
+        h.update(json.dumps([d.doc_id, d.text], ensure_ascii=False).encode())
+    return h.hexdigest()
+
+
+def semantic_settings(cfg: AnnotateConfig) -> dict:
+    return {k: v for k, v in to_dict(cfg).items() if k not in NON_SEMANTIC}
+
+
+class Runner:
+    """One ``toolformer annotate`` run; models and tools may be injected (tests, benchmarks)."""
+
+    def __init__(self, cfg: AnnotateConfig, lm=None, sampler=None, tools=None, executor=None):
+        self.cfg = cfg
+        self.out = Path(cfg.out)
+        self._lm, self._sampler, self._tools, self._executor = lm, sampler, tools, executor
+
+    # ------------------------------------------------------------ setup
+    def _models(self):
+        from ..lm import load_lm
+
+        kw = {"device": self.cfg.device} if self.cfg.device else {}
+        kw["backend"] = self.cfg.backend
+        if self._lm is None:
+            self._lm = load_lm(self.cfg.model, **kw)
+        if self._sampler is None:
+            same = not self.cfg.sampler_model or self.cfg.sampler_model == self.cfg.model
+            self._sampler = self._lm if same else load_lm(self.cfg.sampler_model, **kw)
+        return self._lm, self._sampler
+
+    def _resolve_tools(self):
+        if self._tools is None:
+            from ..tools import get_tool
+
+            self._tools = [get_tool(name) for name in self.cfg.tools]
+        for tool in self._tools:
+            try:
+                tool.prompt_prefix()
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        return self._tools
+
+    def _documents(self, lm, report: ReadReport):
+        docs = read_corpus(self.cfg.corpus, report, self.cfg.default_docs, self.cfg.seed, self.cfg.default_sources)
+        docs, split = windowed(docs, self.cfg.window_tokens, lambda s: len(lm.encode(s)))
+        if self.cfg.max_docs > 0:
+            docs = docs[: self.cfg.max_docs]
+        return docs, split
+
+    def _prepare_out(self, docs) -> None:
+        run_file = self.out / "run.json"
+        wanted = {"format": FORMAT, "settings": semantic_settings(self.cfg), "corpus": fingerprint(docs),
+                  "documents": len(docs)}
+        if self.cfg.overwrite and self.out.exists():
+            for name in ("shards", "run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "corpus.parquet",
+                         "summary.json", "manifest.json"):
+                p = self.out / name
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        if run_file.exists():
+            have = json.loads(run_file.read_text(encoding="utf-8"))
+            if have != wanted:
+                diff = sorted(k for k in set(have.get("settings", {})) | set(wanted["settings"])
+                              if have.get("settings", {}).get(k) != wanted["settings"].get(k))
+                what = f"settings differ: {', '.join(diff)}" if diff else "the corpus differs"
+                raise ConfigError(f"{self.out} holds another annotation run ({what}); "
+                                  "use a new --out, or --overwrite to discard it")
+        (self.out / "shards").mkdir(parents=True, exist_ok=True)
+        if not run_file.exists():
+            write_atomic(run_file, json.dumps(wanted, indent=1, ensure_ascii=False))
+
+    # ------------------------------------------------------------ main
+    def run(self) -> dict:
+        t0 = time.perf_counter()
+        lm, sampler = self._models()
+        tools = self._resolve_tools()
+        report = ReadReport()
+        docs, split = self._documents(lm, report)
+        self._prepare_out(docs)
+        if (self.out / "manifest.json").exists():
+            log.info("%s is already complete; nothing to do", self.out)
+            return json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+        size = max(1, self.cfg.shard_size)
+        shards = [docs[i: i + size] for i in range(0, len(docs), size)]
+        if self.cfg.engine == "ray":
+            done = self._run_shards_ray(shards)
+        elif self.cfg.engine == "local":
+            executor = self._executor or Executor(self.cfg.tool_timeout,
+                                                  self.cfg.tool_cache or str(self.out / "tool-cache.sqlite"))
+            done = self._run_shards(shards, ShardAnnotator(self.cfg, lm, tools, sampler, executor))
+        else:
+            raise ConfigError(f"unknown --engine {self.cfg.engine!r}; use 'local' or 'ray'")
+        candidates = [c for n in range(len(shards)) for c in R.read_jsonl(self._shard(n))]
+        return self._finish(docs, candidates, len(shards), report, split, done, time.perf_counter() - t0)
+
+    def _shard(self, n: int, suffix: str = ".jsonl") -> Path:
+        return self.out / "shards" / f"shard-{n:05d}{suffix}"
+
+    def _run_shards(self, shards, annot: ShardAnnotator) -> int:
+        from tqdm.auto import tqdm
+
+        off = not self.cfg.progress
+        bars = [tqdm(total=sum(map(len, shards)), desc="documents", unit="doc", position=0, disable=off),
+                tqdm(desc="candidates", unit="call", position=1, disable=off),
+                tqdm(desc="kept", unit="call", position=2, disable=off)]
+        skipped = 0
+        try:
+            for n, shard in enumerate(shards):
+                if self._shard(n).exists():
+                    skipped += 1
+                    cands = R.read_jsonl(self._shard(n))
+                else:
+                    cands, stats = annot.run(shard)
+                    write_atomic(self._shard(n, ".json"), json.dumps(stats.to_dict(), indent=1))
+                    write_atomic(self._shard(n), "".join(c.to_json() + "\n" for c in cands))
+                bars[0].update(len(shard))
+                bars[1].update(sum(c.score is not None for c in cands))
+                bars[2].update(sum(c.kept for c in cands))
+        finally:
+            for b in bars:
+                b.close()
+        if skipped:
+            log.info("resumed: %d of %d shard(s) were already done and were not redone", skipped, len(shards))
+        return skipped
+
+    def _run_shards_ray(self, shards) -> int:
+        """The same shards through Ray Data actors; each is written as it comes back."""
+        from .ray_engine import run_shards_ray
+
+        todo = [n for n in range(len(shards)) if not self._shard(n).exists()]
+
+        def write(n: int, jsonl: str, stats: str) -> None:
+            write_atomic(self._shard(n, ".json"), stats)
+            write_atomic(self._shard(n), jsonl)
+
+        run_shards_ray(self.cfg, shards, todo, write, actors=self.cfg.actors,
+                       gpus_per_actor=self.cfg.num_gpus_per_actor, cpus_per_actor=self.cfg.cpus_per_actor,
+                       address=self.cfg.ray_address or None)
+        return len(shards) - len(todo)
+
+    def _finish(self, docs, candidates, n_shards, report, split, resumed, seconds) -> dict:
+        from .summary import summarize
+
+        write_atomic(self.out / "candidates.jsonl", "".join(c.to_json() + "\n" for c in candidates))
+        # the annotated texts as read (after windowing), so the inspector can show any candidate in place
+        write_atomic(self.out / "documents.jsonl", "".join(json.dumps({"id": d.doc_id, "text": d.text},
+                                                                      ensure_ascii=False) + "\n" for d in docs))
+        cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed)
+        write_atomic(self.out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
+        if self.cfg.parquet:
+            self._write_parquet(cstar)
+        stats = [json.loads(self._shard(n, ".json").read_text()) for n in range(n_shards)]
+        summary = summarize(self.cfg, docs, candidates, cstar, stats, report, split)
+        summary["wall_seconds_this_session"] = round(seconds, 2)
+        summary["shards_resumed"] = resumed
+        write_atomic(self.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
+        files = ["run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "summary.json"] + (["corpus.parquet"] if self.cfg.parquet else [])
+        manifest = {"format": FORMAT, "settings": to_dict(self.cfg), "documents": len(docs),
+                    "shards": len(stats), "c_star_texts": len(cstar),
+                    "files": {f: {"sha256": _sha256(self.out / f), "bytes": (self.out / f).stat().st_size} for f in files}}
+        write_atomic(self.out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
+        return summary
+
+    def _write_parquet(self, records) -> None:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConfigError("--parquet needs pyarrow: pip install pyarrow") from None
+        rows = [dict(r, calls=json.dumps(r["calls"], ensure_ascii=False)) for r in records]
+        tmp = self.out / ".corpus.parquet.tmp"
+        pq.write_table(pa.Table.from_pylist(rows), tmp)
+        os.replace(tmp, self.out / "corpus.parquet")

@@ -1,0 +1,187 @@
+"""One shard through every stage, for every tool: the glue between the pure stage functions.
+
+Kept apart from :mod:`.runner` (files, resumption, progress) so that it can be driven in tests by
+fake models and tools, and so that what a shard computes depends on nothing but its documents and
+the settings — the property that makes a resumed run write exactly what an uninterrupted one does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..config import ConfigError
+from ..lm import SamplingConfig
+from . import records as R
+from .config import AnnotateConfig
+from .corpus import Document
+from .execute import Executor
+from .filter import BatchedScorer, score_candidates
+from .positions import LEAD, token_at
+from .prefilters import calculator_keep, mt_keep, mt_leaks
+from .sample import SampleStats, document_positions, sample_calls
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Settings:
+    tau_s: float
+    k: int
+    m: int
+    tau_f: float
+
+
+def settings_for(tool, cfg: AnnotateConfig) -> Settings:
+    """The tool's own settings, then the run-wide overrides, then ``per_tool`` ones.
+
+    >>> from toolformer_kit.tools.base import Tool
+    >>> t = Tool("Calendar", str, "", [("a", "b")])
+    >>> settings_for(t, AnnotateConfig(k=3, per_tool=["Calendar.tau_s=0", "QA.k=9"]))
+    Settings(tau_s=0.0, k=3, m=5, tau_f=1.0)
+    """
+    base = tool.settings
+    pick = lambda mine, theirs: theirs if mine is None else mine  # noqa: E731
+    out = Settings(pick(cfg.tau_s, base.tau_s), pick(cfg.k, base.k), pick(cfg.m, base.m), pick(cfg.tau_f, base.tau_f))
+    for item in cfg.per_tool:
+        name, _, rest = item.partition(".")
+        key, eq, value = rest.partition("=")
+        if not eq or key not in ("tau_s", "k", "m", "tau_f"):
+            raise ConfigError(f"per-tool setting {item!r} must look like TOOL.SETTING=VALUE with SETTING one of "
+                              "tau_s, k, m, tau_f (e.g. Calendar.tau_s=0)")
+        if name == tool.name:
+            setattr(out, key, (int if key in ("k", "m") else float)(value))
+    return out
+
+
+@dataclass
+class ShardStats:
+    """Counts and timings of one shard; summed over shards for the run summary."""
+
+    counts: dict = field(default_factory=dict)  # tool → Counter of events
+    seconds: Counter = field(default_factory=Counter)  # stage → seconds
+    tokens: Counter = field(default_factory=Counter)  # stage → tokens through a model
+
+    def add(self, tool: str, key: str, n: int = 1) -> None:
+        self.counts.setdefault(tool, Counter())[key] += n
+
+    def to_dict(self) -> dict:
+        return {"counts": {t: dict(c) for t, c in self.counts.items()},
+                "seconds": dict(self.seconds), "tokens": dict(self.tokens)}
+
+
+def doc_tool(tool, doc: Document):
+    """The tool object that executes calls in ``doc`` (the Calendar is bound to the doc's date),
+    or None if the tool cannot serve this document."""
+    if tool.name != "Calendar":
+        return tool
+    from ..tools.calendar import calendar_tool_for, document_date
+
+    date = document_date(doc.record())
+    return calendar_tool_for(date) if date else None
+
+
+def eligible(tool, docs: Sequence[Document], cfg: AnnotateConfig, stats: ShardStats) -> list[tuple[Document, object]]:
+    """(document, executing tool) pairs that pass the tool's pre-filter."""
+    out = []
+    for d in docs:
+        runner = doc_tool(tool, d)
+        if runner is None:
+            stats.add(tool.name, "skipped_no_date")
+            continue
+        if cfg.prefilter and tool.name == "Calculator" and not calculator_keep(d.text, d.doc_id, cfg.seed, cfg.calculator_rate):
+            stats.add(tool.name, "skipped_prefilter")
+            continue
+        if cfg.prefilter and tool.name == "MT" and not mt_keep(d.text, cfg.mt_confidence):
+            stats.add(tool.name, "skipped_prefilter")
+            continue
+        out.append((d, runner))
+    stats.add(tool.name, "documents", len(out))
+    return out
+
+
+class ShardAnnotator:
+    """Holds the models, scorer and executor for a run; :meth:`run` annotates one shard."""
+
+    def __init__(self, cfg: AnnotateConfig, lm, tools: Sequence, sampler=None, executor: Executor | None = None):
+        self.cfg, self.lm, self.tools = cfg, lm, list(tools)
+        self.sampler = sampler if sampler is not None else lm
+        self.scorer = BatchedScorer(lm)
+        self.executor = executor or Executor(cfg.tool_timeout, cfg.tool_cache or None)
+        self.sampling = SamplingConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                       top_k=cfg.top_k, top_p=cfg.top_p, seed=cfg.seed)
+
+    def run(self, docs: Sequence[Document]) -> tuple[list[R.Candidate], ShardStats]:
+        """Positions, sampling and execution tool by tool; then one scoring pass for all tools, so
+        that a document's no-call pass L_i(ε) is computed once and shared by every tool."""
+        stats = ShardStats()
+        out: list[R.Candidate] = []
+        tau_f: dict[str, float] = {}
+        tokens: dict[str, list[int]] = {}
+        for tool in self.tools:
+            out += self._tool(tool, docs, stats, tokens)
+            tau_f[tool.name] = settings_for(tool, self.cfg).tau_f
+        self._score(out, docs, tokens, tau_f, stats)
+        for c in out:
+            stats.add(c.tool, f"status_{c.status}")
+            stats.add(c.tool, "scored", int(c.score is not None))
+            stats.add(c.tool, "kept", int(c.kept))
+        return out, stats
+
+    def _tool(self, tool, docs, stats: ShardStats, tokens: dict) -> list[R.Candidate]:
+        pairs = eligible(tool, docs, self.cfg, stats)
+        if not pairs:
+            return []
+        s = settings_for(tool, self.cfg)
+        texts = [d.text for d, _ in pairs]
+        t0 = time.perf_counter()
+        positions = document_positions(self.sampler, tool, texts)
+        stats.seconds["positions"] += time.perf_counter() - t0
+        # Tokens run per document: "Input: x / Output:" and x itself (the prompt's cache is shared).
+        stats.tokens["positions"] += sum(len(p.token_ids) + len(self.sampler.encode(tool.prompt_context(t)))
+                                         for p, t in zip(positions, texts))
+        sstats = SampleStats()
+        cands = sample_calls(self.sampler, tool, [d.doc_id for d, _ in pairs], texts, positions,
+                             s.tau_s, s.k, s.m, self.sampling, sstats)
+        stats.seconds["sampling"] += sstats.seconds
+        stats.tokens["sampling_prefix"] += sstats.prompt_tokens
+        stats.tokens["sampling_new"] += sstats.new_tokens
+        by_id = {d.doc_id: (d, runner) for d, runner in pairs}
+        if tool.name == "MT":
+            for c in cands:
+                if c.status == R.OK and mt_leaks(by_id[c.doc_id][0].text, c.char_offset, c.input or ""):
+                    c.status = R.LEAK
+        before = self.executor.stats.seconds
+        self.executor.run(cands, lambda c: by_id[c.doc_id][1])
+        stats.seconds["execution"] += self.executor.stats.seconds - before
+        if self.sampler is self.lm:  # the scorer reads the very tokens positions were taken in
+            for (d, _), p in zip(pairs, positions):
+                tokens[d.doc_id] = list(p.token_ids)
+        stats.add(tool.name, "positions", len({(c.doc_id, c.position) for c in cands}))
+        stats.add(tool.name, "samples", len(cands))
+        return cands
+
+    def _score(self, cands, docs, tokens: dict, tau_f: dict, stats: ShardStats) -> None:
+        """Score in the scoring model's own tokenization of the same ``LEAD + text``."""
+        t0 = time.perf_counter()
+        ids = sorted({c.doc_id for c in cands}, key=[d.doc_id for d in docs].index)
+        index = {doc_id: n for n, doc_id in enumerate(ids)}
+        if self.sampler is self.lm:
+            seqs = [tokens[i] for i in ids]
+            for c in cands:
+                c.score_position = c.position
+        else:
+            text = {d.doc_id: d.text for d in docs}
+            encoded = [self.lm.encode_with_offsets(LEAD + text[i]) for i in ids]
+            seqs = [e[0] for e in encoded]
+            for c in cands:
+                c.score_position = token_at(encoded[index[c.doc_id]][1], c.char_offset)
+                if c.score_position is None and c.status == R.OK:
+                    c.status, c.error = R.UNPARSABLE, "position past the scorer's last token"
+        before = self.scorer.stats.body_tokens
+        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f)
+        stats.tokens["scoring"] += self.scorer.stats.body_tokens - before
+        stats.seconds["scoring"] += time.perf_counter() - t0
