@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from .lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, cut_at_stop
+from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, cut_at_stop,
+                 encode_with_offsets, leading_special_ids)
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class HFLanguageModel:
         self.max_batch = max_batch
         self.head_chunk = head_chunk
         self.device = next(model.parameters()).device
-        self.bos_ids = self._leading_special_ids()
+        self.bos_ids = leading_special_ids(tokenizer)
         self.call_open_ids = self.encode(CALL_OPEN_TEXT)
         if len(self.call_open_ids) != 1:
             log.warning("%r is %d tokens for this tokenizer; call-start probabilities use the first "
@@ -87,12 +88,6 @@ class HFLanguageModel:
             ) from None
         return cls(lm.to(dev), tok, name=model, **kwargs)
 
-    def _leading_special_ids(self) -> list[int]:
-        """The ids the tokenizer puts before any text (a BOS for Gemma, nothing for SmolLM2)."""
-        plain = self.tokenizer.encode("a", add_special_tokens=False)
-        full = self.tokenizer.encode("a")
-        idx = full.index(plain[0]) if plain and plain[0] in full else 0
-        return list(full[:idx])
 
     def _eos_ids(self) -> set[int]:
         ids = self.model.generation_config.eos_token_id if self.model.generation_config else None
@@ -112,14 +107,7 @@ class HFLanguageModel:
         return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
-        """Token ids and each token's start character, tiling the text with no gaps."""
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = list(enc["input_ids"])
-        starts, prev_end = [], 0
-        for s, e in enc["offset_mapping"]:
-            starts.append(min(s, prev_end))
-            prev_end = max(prev_end, e)
-        return ids, starts
+        return encode_with_offsets(self.tokenizer, text)
 
     # ---------------------------------------------------------------- forward helpers
     def _body(self):

@@ -107,6 +107,25 @@ def load_lm(model: str, backend: str = "hf", **kwargs) -> LanguageModel:
     return BACKENDS.get(backend).load(model, **kwargs)
 
 
+def leading_special_ids(tokenizer) -> list[int]:
+    """The ids a tokenizer puts before any text (a BOS for Gemma, nothing for SmolLM2 or Qwen)."""
+    plain = tokenizer.encode("a", add_special_tokens=False)
+    full = tokenizer.encode("a")
+    idx = full.index(plain[0]) if plain and plain[0] in full else 0
+    return list(full[:idx])
+
+
+def encode_with_offsets(tokenizer, text: str) -> tuple[list[int], list[int]]:
+    """Token ids and each token's start character, tiling the text with no gaps: a token's
+    leading space belongs to it, so a call inserted at ``offsets[i]`` goes before that space."""
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    starts, prev_end = [], 0
+    for s, e in enc["offset_mapping"]:
+        starts.append(min(s, prev_end))
+        prev_end = max(prev_end, e)
+    return list(enc["input_ids"]), starts
+
+
 def cut_at_stop(text: str, stop: str) -> tuple[str, bool]:
     """Cut ``text`` just after the first ``stop``; also says whether it was found.
 

@@ -27,7 +27,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds
+from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, encode_with_offsets,
+                 leading_special_ids)
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class VLLMLanguageModel:
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
-        self.bos_ids = self._leading_special_ids()
+        self.bos_ids = leading_special_ids(tokenizer)
         self.call_open_ids = self.encode(CALL_OPEN_TEXT)
         self._per_text_scoring = True
 
@@ -81,11 +82,6 @@ class VLLMLanguageModel:
         return cls(engine, AutoTokenizer.from_pretrained(path), name=model)
 
     # ---------------------------------------------------------------- tokens
-    def _leading_special_ids(self) -> list[int]:
-        plain = self.tokenizer.encode("a", add_special_tokens=False)
-        full = self.tokenizer.encode("a")
-        idx = full.index(plain[0]) if plain and plain[0] in full else 0
-        return list(full[:idx])
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
@@ -97,12 +93,7 @@ class VLLMLanguageModel:
         return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        starts, prev_end = [], 0
-        for s, e in enc["offset_mapping"]:
-            starts.append(min(s, prev_end))
-            prev_end = max(prev_end, e)
-        return list(enc["input_ids"]), starts
+        return encode_with_offsets(self.tokenizer, text)
 
     def _generate(self, prompts: list[list[int]], params) -> list:
         vllm = _import_vllm()
