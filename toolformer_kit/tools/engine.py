@@ -127,10 +127,22 @@ class ResultCache:
                                    isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, tool TEXT, "
-                             "input TEXT, result TEXT, created REAL)")
+            self._setup()
+
+    def _setup(self, attempts: int = 60) -> None:
+        """Switch to WAL and create the table. Two processes opening a new file at once can find it
+        locked here: SQLite's busy timeout does not cover a journal-mode change, so retry it."""
+        for attempt in range(attempts):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, tool TEXT, "
+                                 "input TEXT, result TEXT, created REAL)")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 + 0.05 * attempt)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Optional[str]]:
         found: dict[str, Optional[str]] = {}
