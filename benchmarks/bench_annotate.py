@@ -21,22 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
-
-def matmul_gflops(n: int = 2048, reps: int = 7) -> float:
-    import torch
-
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    a @ b  # warm-up
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t0)
-    return 2 * n**3 / statistics.median(times) / 1e9
+from bench_models import matmul_gflops  # the same roofline measure as the model benchmark
 
 
 def flop_model(lm) -> tuple[float, float]:
