@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -64,6 +64,7 @@ class HFLanguageModel:
         self.max_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
         self._cache_kw = _cache_kwarg(self._body())
         self._head_is_exact = self._check_head()
+        self._prompt_states: dict = {}
 
     # ---------------------------------------------------------------- loading
     @classmethod
@@ -216,6 +217,21 @@ class HFLanguageModel:
         return results  # type: ignore[return-value]
 
     def _prompt_cache(self, prompt_ids: list[int]):
+        """(KV cache, last hidden state) of a prompt shared by many requests, computed once.
+
+        An annotation run asks for the same tool prompt (a few hundred tokens) in every batch of
+        every shard, so the states are memoised per prompt (a few at a time). Callers deep-copy
+        the cache before extending it.
+        """
+        key = tuple(prompt_ids)
+        if key not in self._prompt_states:
+            if len(self._prompt_states) >= 8:
+                self._prompt_states.pop(next(iter(self._prompt_states)))
+            self._prompt_states[key] = self._run_prompt(prompt_ids)
+        return self._prompt_states[key]
+
+    @torch.no_grad()
+    def _run_prompt(self, prompt_ids: list[int]):
         from transformers import DynamicCache
 
         past = DynamicCache()
@@ -261,39 +277,59 @@ class HFLanguageModel:
 
     @torch.no_grad()
     def sample(self, prefixes: Sequence[TextOrIds], n: int, stop: str = "]",
-               config: SamplingConfig | None = None) -> list[list[Sample]]:
+               config: SamplingConfig | None = None, *, shared_prefix: TextOrIds = (),
+               stop_when: Callable[[str], bool] | None = None) -> list[list[Sample]]:
+        """See :class:`~toolformer_kit.lm.LanguageModel`. Two additions for annotation:
+        ``shared_prefix`` comes before every prefix and is run once (its KV cache is memoised and
+        reused), and ``stop_when(text)`` ends a sample early (marked closed) once it holds.
+
+        Each (prefix, j) draws from its own generator seeded by the seed and the *whole* prefix,
+        so samples do not depend on batching or on whether a shared prefix was split off.
+        """
         cfg = config or SamplingConfig()
-        heads = [self.bos_ids + self._ids(p) for p in prefixes]
+        shared = self.bos_ids + self._ids(shared_prefix) if len(shared_prefix) else []
+        heads = [self._ids(p) if shared else self.bos_ids + self._ids(p) for p in prefixes]
         for h in heads:
-            self._check_length(len(h) + cfg.max_new_tokens)
+            self._check_length(len(shared) + len(h) + cfg.max_new_tokens)
         out: list[list[Sample]] = [[] for _ in heads]
         per_group = max(1, self.max_batch // max(n, 1))
         order = sorted(range(len(heads)), key=lambda i: -len(heads[i]))
         for s in range(0, len(order), per_group):
             group = order[s: s + per_group]
-            for i, samples in zip(group, self._sample_group([heads[i] for i in group], n, stop, cfg)):
+            rows = self._sample_group(shared, [heads[i] for i in group], n, cfg, stop, stop_when)
+            for i, samples in zip(group, rows):
                 out[i] = samples
         return out
 
-    def _sample_group(self, heads: list[list[int]], n: int, stop: str, cfg: SamplingConfig) -> list[list[Sample]]:
+    def _start_group(self, shared: list[int], heads: list[list[int]]):
+        """Cache, mask, positions and first logits for left-padded ``heads`` after ``shared``."""
         from transformers import DynamicCache
 
-        width = max(len(h) for h in heads)
+        P, width = len(shared), max(len(h) for h in heads)
         ids = torch.full((len(heads), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
+        mask = torch.zeros((len(heads), P + width), dtype=torch.long)
+        mask[:, :P] = 1
         for r, h in enumerate(heads):
             ids[r, width - len(h):] = torch.tensor(h)
-            mask[r, width - len(h):] = 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        past = DynamicCache()
+            mask[r, P + width - len(h):] = 1
+        pos = P + (mask[:, P:].cumsum(-1) - 1).clamp(min=0)
+        if P:
+            past = copy.deepcopy(self._prompt_cache(shared)[0])
+            past.batch_repeat_interleave(len(heads))
+        else:
+            past = DynamicCache()
         logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                             position_ids=pos.to(self.device), use_cache=True, logits_to_keep=1,
                             **{self._cache_kw: past}).logits[:, -1].float()
+        return past, mask.to(self.device), (pos[:, -1] + 1).to(self.device), logits
+
+    def _sample_group(self, shared: list[int], heads: list[list[int]], n: int, cfg: SamplingConfig,
+                      stop: str, stop_when) -> list[list[Sample]]:
+        """Decode n rows per head together, retiring each row as soon as it stops."""
+        past, mask, next_pos, logits = self._start_group(shared, heads)
         past.batch_repeat_interleave(n)
-        logits = logits.repeat_interleave(n, 0)
-        mask = mask.repeat_interleave(n, 0).to(self.device)
-        next_pos = (pos[:, -1] + 1).repeat_interleave(n, 0).to(self.device)
-        gens = [self._row_generator(cfg.seed, h, j) for h in heads for j in range(n)]
+        logits, mask, next_pos = (t.repeat_interleave(n, 0) for t in (logits, mask, next_pos))
+        gens = [self._row_generator(cfg.seed, shared + h, j) for h in heads for j in range(n)]
         rows = list(range(len(gens)))  # which (head, sample) each live batch row is
         generated: list[list[int]] = [[] for _ in gens]
         done: list[Sample | None] = [None] * len(gens)
@@ -303,6 +339,7 @@ class HFLanguageModel:
             for b, (r, t) in enumerate(zip(rows, tokens)):
                 generated[r].append(t)
                 text, closed = cut_at_stop(self.decode(generated[r]), stop)
+                closed = closed or bool(stop_when and stop_when(text))
                 if closed or t in self.eos_ids:
                     done[r] = Sample(text, closed, list(generated[r]))
                 else:

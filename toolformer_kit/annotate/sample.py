@@ -10,23 +10,22 @@ appears (:func:`input_complete`): the input is all a sample contributes, so the 
 the model would invent are not worth decoding.
 
 **Speed.** The tool prompt (instruction + demonstrations, a few hundred tokens) is the same for
-every document and position. With the transformers backend, :func:`sample_prompt_cached` computes
-its KV cache once per run and runs only the per-position suffix ``Input: x / Output: x_<i [`` through the
-model, then decodes every row with its own seeded generator — the same generator
-:meth:`~toolformer_kit.hf_lm.HFLanguageModel.sample` would use for the full prefix, so the two paths
-draw the same tokens (up to float round-off in the logits) and parse to the same calls. Other backends go through
-:meth:`~toolformer_kit.lm.LanguageModel.sample`.
+every document and position. It is handed to the backend as a shared prefix: the transformers
+backend computes its KV cache once per run and runs only the per-position suffix
+``Input: x / Output: x_<i [`` through the model, each row drawing from a generator seeded by the
+whole prefix, so the samples are those of the unsplit prefix (up to float round-off in the
+logits). vLLM gets the whole prefix and shares the prompt through its prefix cache.
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..calls import ToolCall, format_call, parse_sampled
-from ..lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, cut_at_stop
+from ..lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig
 from . import records as R
 from .positions import LEAD, char_offset, select_positions
 
@@ -124,123 +123,26 @@ def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positio
 
 def draw(lm, head: list[int], suffixes: list[list[int]], n: int, cfg: SamplingConfig,
          stats: SampleStats | None = None) -> list[list[Sample]]:
-    """n samples per suffix, through the prompt-cached path when the backend allows it."""
+    """n samples per ``head + suffix``; ``head`` (the tool prompt, BOS included) is handed to the
+    backend as a shared prefix where it takes one, so it runs once per run, not once per row."""
     if not suffixes or n <= 0:
         return [[] for _ in suffixes]
     if stats is not None:
         stats.prompt_tokens += len(head) + sum(len(s) for s in suffixes)
-    if all(hasattr(lm, a) for a in ("_prompt_cache", "_row_generator", "_draw", "model")) and head:
-        samples = sample_prompt_cached(lm, head, suffixes, n, cfg)
+    prompt = head[len(getattr(lm, "bos_ids", [])):]
+    if "shared_prefix" in inspect.signature(lm.sample).parameters and prompt:
+        samples = lm.sample(suffixes, n, stop="]", config=cfg, shared_prefix=prompt, stop_when=input_complete)
     else:
-        bos = len(getattr(lm, "bos_ids", []))
-        samples = lm.sample([head[bos:] + s for s in suffixes], n, stop="]", config=cfg)
+        samples = lm.sample([prompt + s for s in suffixes], n, stop="]", config=cfg)
     if stats is not None:
         stats.rows += sum(len(r) for r in samples)
         stats.new_tokens += sum(len(s.token_ids) for r in samples for s in r)
     return samples
 
 
-def sample_prompt_cached(lm, head: list[int], suffixes: list[list[int]], n: int, cfg: SamplingConfig,
-                         stop: str = "]") -> list[list[Sample]]:
-    """:meth:`HFLanguageModel.sample` for prefixes ``head + suffix``, computing ``head`` once."""
-    import torch
-
-    with torch.no_grad():
-        past = _prompt_past(lm, head)
-        out: list[list[Sample]] = [[] for _ in suffixes]
-        per_group = max(1, lm.max_batch // max(n, 1))
-        order = sorted(range(len(suffixes)), key=lambda i: -len(suffixes[i]))
-        for s in range(0, len(order), per_group):
-            group = order[s: s + per_group]
-            rows = _sample_group(lm, past, head, [suffixes[i] for i in group], n, stop, cfg)
-            for i, samples in zip(group, rows):
-                out[i] = samples
-    return out
-
-
-_PROMPT_PASTS: dict = {}
-
-
-def _prompt_state(lm, head: list[int]):
-    """(KV cache, last hidden state) of the shared prompt, computed once per (model, prompt) for
-    the whole run rather than once per batch. Users deep-copy the cache before extending it."""
-    key = (id(lm), tuple(head))
-    if key not in _PROMPT_PASTS:
-        if len(_PROMPT_PASTS) >= 8:
-            _PROMPT_PASTS.pop(next(iter(_PROMPT_PASTS)))
-        _PROMPT_PASTS[key] = type(lm)._prompt_cache(lm, head)
-    return _PROMPT_PASTS[key]
-
-
-def _prompt_past(lm, head: list[int]):
-    return _prompt_state(lm, head)[0]
-
-
-def _sample_group(lm, prompt_past, head, suffixes, n, stop, cfg) -> list[list[Sample]]:
-    """Left-pad the suffixes after the shared prompt cache; then decode, retiring finished rows."""
-    import torch
-
-    P, width, dev = len(head), max(len(x) for x in suffixes), lm.device
-    ids = torch.full((len(suffixes), width), lm.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(suffixes), P + width), dtype=torch.long)
-    mask[:, :P] = 1
-    for r, suf in enumerate(suffixes):
-        ids[r, width - len(suf):] = torch.tensor(suf)
-        mask[r, P + width - len(suf):] = 1
-    pos = P + (mask[:, P:].cumsum(-1) - 1).clamp(min=0)
-    past = copy.deepcopy(prompt_past)
-    past.batch_repeat_interleave(len(suffixes))
-    kw = {lm._cache_kw: past}
-    logits = lm.model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
-                      use_cache=True, logits_to_keep=1, **kw).logits[:, -1].float()
-    past.batch_repeat_interleave(n)
-    logits = logits.repeat_interleave(n, 0)
-    mask = mask.repeat_interleave(n, 0).to(dev)
-    next_pos = (pos[:, -1] + 1).repeat_interleave(n, 0).to(dev)
-    gens = [lm._row_generator(cfg.seed, head + suf, j) for suf in suffixes for j in range(n)]
-    rows = list(range(len(gens)))
-    generated: list[list[int]] = [[] for _ in gens]
-    done: list[Sample | None] = [None] * len(gens)
-    for _ in range(cfg.max_new_tokens):
-        tokens = [lm._draw(logits[b], gens[r], cfg) for b, r in enumerate(rows)]
-        keep = []
-        for b, (r, t) in enumerate(zip(rows, tokens)):
-            generated[r].append(t)
-            text, closed = cut_at_stop(lm.decode(generated[r]), stop)
-            closed = closed or input_complete(text)
-            if closed or t in lm.eos_ids:
-                done[r] = Sample(text, closed, list(generated[r]))
-            else:
-                keep.append(b)
-        if not keep:
-            break
-        if len(keep) < len(rows):
-            sel = torch.tensor(keep, device=dev)
-            past.batch_select_indices(sel)
-            mask, next_pos = mask[sel], next_pos[sel]
-            tokens, rows = [tokens[b] for b in keep], [rows[b] for b in keep]
-        mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-        logits = lm.model(input_ids=torch.tensor(tokens, device=dev)[:, None], attention_mask=mask,
-                          position_ids=next_pos[:, None], use_cache=True, **kw).logits[:, -1].float()
-        next_pos = next_pos + 1
-    for r in range(len(gens)):
-        if done[r] is None:
-            done[r] = Sample(lm.decode(generated[r]), False, list(generated[r]))
-    return [done[h * n:(h + 1) * n] for h in range(len(suffixes))]  # type: ignore[misc]
-
-
 def document_positions(lm, tool, texts: Sequence[str]) -> list[PositionLogprobs]:
     """p_i over ``LEAD + text`` for each text, prompt KV shared (one pass per text)."""
     if not texts:
         return []
-    args = (tool.prompt_prefix(), [LEAD + t for t in texts])
-    kwargs = {"contexts": [tool.prompt_context(t) for t in texts]}
-    if not hasattr(lm, "_prompt_cache"):
-        return lm.call_start_logprobs(*args, **kwargs)
-    # The HF backend recomputes the prompt's KV cache on every call; serve it from the run-wide
-    # memo instead (the backend deep-copies it before use, so sharing it is safe).
-    lm._prompt_cache = lambda ids: _prompt_state(lm, list(ids))
-    try:
-        return lm.call_start_logprobs(*args, **kwargs)
-    finally:
-        del lm._prompt_cache
+    return lm.call_start_logprobs(tool.prompt_prefix(), [LEAD + t for t in texts],
+                                  contexts=[tool.prompt_context(t) for t in texts])
