@@ -1,6 +1,7 @@
 """Benchmark of annotation: per-stage throughput and the batched filter against a naive reference.
 
-Run: ``python benchmarks/bench_annotate.py [--docs 6 --tool Calculator --k 5 --m 5]``, or
+Run: ``python benchmarks/bench_annotate.py [--docs 6 --tool Calculator]`` (k, m, τs default to the
+tool's own settings, the paper's: 20, 10, 0 for the Calculator), or
 ``--from-run OUT`` to compare the filter on the candidates an annotate run wrote to ``OUT``.
 
 What it reports, on the same documents in the same process:
@@ -109,30 +110,107 @@ def whole_documents(cands, limit: int):
 
 
 def compare_filter(lm, docs, cands, limit: int) -> dict:
-    """Batched scorer vs naive reference on the scorable candidates of the first documents."""
+    """Batched scorer vs naive reference on the scorable candidates of the first documents.
+
+    The two alternate document by document, so that both see the same machine load (this machine
+    is shared and noisy; timing one whole method after the other let load changes pose as speed).
+    """
     from toolformer_kit.annotate.filter import BatchedScorer, naive_losses, score_candidates
     from toolformer_kit.annotate.positions import LEAD
 
     pool = whole_documents([c for c in cands if c.scorable], limit)
     ids = {d.doc_id: n for n, d in enumerate(docs)}
     tokens = [lm.encode(LEAD + d.text) for d in docs]
-    for c in pool:
-        c.L_eps = c.L_call_noresult = c.L_plus = None
     scorer = BatchedScorer(lm)
-    t0 = time.perf_counter()
-    score_candidates(scorer, tokens, [ids[c.doc_id] for c in pool], pool, {c.tool: 1.0 for c in pool})
-    batched = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ref = [naive_losses(lm, tokens[ids[c.doc_id]], c.call, c.score_position) for c in pool]
-    naive = time.perf_counter() - t0
-    diff = max((abs(a - b) for c, r in zip(pool, ref) for a, b in zip((c.L_eps, c.L_call_noresult, c.L_plus), r)),
-               default=0.0)
-    naive_tokens = sum(3 * (len(tokens[ids[c.doc_id]]) + 1 + 12) for c in pool)  # approx.; prefixes ~12 tokens
-    return {"candidates": len(pool), "tools": sorted({c.tool for c in pool}), "distinct_calls": len({(c.doc_id, c.input, c.result) for c in pool}),
+    batched = naive = 0.0
+    diff = 0.0
+    naive_tokens = 0
+    for doc_id in dict.fromkeys(c.doc_id for c in pool):
+        group = [c for c in pool if c.doc_id == doc_id]
+        for c in group:
+            c.L_eps = c.L_call_noresult = c.L_plus = None
+        t0 = time.perf_counter()
+        score_candidates(scorer, tokens, [ids[doc_id]] * len(group), group, {c.tool: 1.0 for c in group})
+        batched += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ref = [naive_losses(lm, tokens[ids[doc_id]], c.call, c.score_position) for c in group]
+        naive += time.perf_counter() - t0
+        diff = max([diff] + [abs(a - b) for c, r in zip(group, ref)
+                             for a, b in zip((c.L_eps, c.L_call_noresult, c.L_plus), r)])
+        naive_tokens += sum(_naive_tokens(lm, tokens[ids[doc_id]], c) for c in group)
+    return {"candidates": len(pool), "tools": sorted({c.tool for c in pool}),
+            "distinct_calls": len({(c.doc_id, c.input, c.result) for c in pool}),
             "documents": len({c.doc_id for c in pool}), "max_abs_diff": diff, "agree_1e-4": diff <= 1e-4,
             "batched_seconds": round(batched, 3), "naive_seconds": round(naive, 3),
             "speedup": round(naive / batched, 2) if batched else None,
-            "batched_body_tokens": scorer.stats.body_tokens, "naive_body_tokens_approx": naive_tokens}
+            "batched_body_tokens": scorer.stats.body_tokens, "naive_body_tokens": naive_tokens,
+            "token_ratio": round(naive_tokens / max(1, scorer.stats.body_tokens), 2)}
+
+
+def _naive_tokens(lm, doc, cand) -> int:
+    """Tokens the naive reference runs for one candidate: three full passes."""
+    from toolformer_kit.annotate.filter import call_prefix, document_start
+
+    start = len(getattr(lm, "bos_ids", ())) + len(document_start(lm)) + len(doc)
+    return 3 * start + len(call_prefix(lm, cand.call.with_result(""))) + len(call_prefix(lm, cand.call))
+
+
+def available(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def engine_table(args, docs, tool) -> dict:
+    """``toolformer annotate`` on the same corpus with each engine/backend installed here.
+
+    Local runs get their model loaded beforehand, so their seconds are annotation only; Ray runs
+    include starting the actors and loading a model copy in each (that is what a user waits for).
+    vLLM samples with its own random generator, so its candidates differ from the transformers
+    backend's; decisions on the *same* candidates are compared by the opt-in vLLM test.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.annotate.records import read_jsonl
+    from toolformer_kit.annotate.runner import Runner
+    from toolformer_kit.lm import load_lm
+
+    combos = [("local", "hf")] + ([("ray", "hf")] if available("ray") else []) + \
+             ([("local", "vllm")] if available("vllm") else [])
+    work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
+    corpus = work / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d.record(), ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    rows, first = [], None
+    for engine, backend in combos:
+        cfg = AnnotateConfig(model=args.model, tools=[tool.name], corpus=str(corpus), out=str(work / f"{engine}-{backend}"),
+                             k=args.k, m=args.m, tau_s=args.tau_s, max_new_tokens=args.max_new_tokens,
+                             seed=args.seed, prefilter=False, progress=False, backend=backend, engine=engine,
+                             actors=2, cpus_per_actor=1.0, shard_size=max(1, len(docs) // 4))
+        t0 = time.perf_counter()
+        lm = load_lm(args.model, backend=backend, device="cpu") if engine == "local" else None
+        load = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        Runner(cfg, lm=lm).run()
+        sec = time.perf_counter() - t0
+        cands = read_jsonl(Path(cfg.out) / "candidates.jsonl")
+        text = (Path(cfg.out) / "candidates.jsonl").read_text(encoding="utf-8")
+        first = first or text
+        rows.append({"engine": engine, "backend": backend, "model_load_s": round(load, 1) if lm else "in actors",
+                     "seconds": round(sec, 1), "documents_per_s": round(len(docs) / sec, 3),
+                     "candidates_per_s": round(sum(c.score is not None for c in cands) / sec, 2),
+                     "candidates": len(cands), "kept": sum(c.kept for c in cands),
+                     "same_output_as_first": text == first})
+        del lm
+    return {"corpus_documents": len(docs), "tool": tool.name, "rows": rows}
+
+
+def print_table(rows: list[dict]) -> None:
+    cols = list(rows[0])
+    print("  ".join(f"{c:>20}" for c in cols), file=sys.stderr)
+    for r in rows:
+        print("  ".join(f"{str(r[c]):>20}" for c in cols), file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -141,13 +219,15 @@ def main(argv=None) -> int:
     p.add_argument("--sampler-model", default="")
     p.add_argument("--tool", default="Calculator")
     p.add_argument("--docs", type=int, default=6, help="documents (GSM8K for the Calculator, else wiki)")
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--m", type=int, default=5)
-    p.add_argument("--tau-s", type=float, default=0.0)
+    p.add_argument("--k", type=int, default=None, help="positions per document (default: the tool's own)")
+    p.add_argument("--m", type=int, default=None, help="samples per position (default: the tool's own)")
+    p.add_argument("--tau-s", type=float, default=None, help="position threshold (default: the tool's own)")
     p.add_argument("--max-new-tokens", type=int, default=24)
     p.add_argument("--naive-limit", type=int, default=400, help="candidates compared against the naive reference")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default="", help="also write the report here")
+    p.add_argument("--engines", action="store_true", help="instead: run `annotate` with every engine/backend "
+                                                            "installed (local, ray, vllm) on the same corpus")
     p.add_argument("--from-run", default="", help="compare the filter on the candidates of this annotate output "
                                                    "folder instead of running the stages")
     args = p.parse_args(argv)
@@ -155,6 +235,7 @@ def main(argv=None) -> int:
     import torch
 
     from toolformer_kit.annotate.sources import SOURCES
+    from toolformer_kit.annotate.stages import settings_for
     from toolformer_kit.lm import load_lm
     from toolformer_kit.tools import get_tool
     import random
@@ -172,11 +253,15 @@ def main(argv=None) -> int:
     tool = get_tool(args.tool)
     source = "gsm8k" if args.tool == "Calculator" else ("changelog" if args.tool == "Calendar" else "wiki")
     docs = SOURCES[source](args.docs, random.Random(f"bench:{args.seed}"))
+    if args.engines:
+        report = {"machine": machine, "throughput": engine_table(args, docs, tool)}
+        print_table(report["throughput"]["rows"])
+        return _emit(report, args.json)
     annot, cands, stats, wall = run_stages(args, lm, sampler, tool, docs)
     report = {
         "machine": machine,
         "setup": {"model": args.model, "sampler": args.sampler_model or args.model, "tool": args.tool,
-                  "documents": len(docs), "k": args.k, "m": args.m, "tau_s": args.tau_s},
+                  "documents": len(docs), **vars(settings_for(tool, annot.cfg))},
         "stages": stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof),
         "candidates": len(cands), "scored": sum(c.score is not None for c in cands),
         "pipeline_seconds": round(wall, 2),
