@@ -114,3 +114,35 @@ def test_segments_report_ranks_stop_on_stop_ids_and_ban(vllm_lm, smollm2):
     assert plain.token_ids[0] == first and plain.ranks[0] == 1
     assert plain.token_ids[-1] == period and period not in plain.token_ids[:-1]  # the stop id is kept
     assert banned.token_ids == [second] and banned.ranks == [0]  # ranks are of the unbiased logits
+
+
+def test_same_candidates_get_the_same_decisions(vllm_lm, smollm2):
+    """Annotate arithmetic text with the transformers backend, then re-score the very same
+    candidates with vLLM: the losses agree within ATOL and every kept/rejected decision is the
+    same, except for scores within 2·ATOL of τf (where round-off may flip it)."""
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.annotate.corpus import Document
+    from toolformer_kit.annotate.filter import BatchedScorer, score_candidates
+    from toolformer_kit.annotate.positions import LEAD
+    from toolformer_kit.annotate.stages import ShardAnnotator
+    from toolformer_kit.tools import get_tool
+
+    docs = [Document(f"d{i}", t) for i, t in enumerate([
+        "Tom had 12 apples and bought 30 more, so he had 42 apples. He gave 7 away and kept 35.",
+        "A box holds 6 eggs. Four boxes hold 6 * 4 = 24 eggs, and half of them, 12, are brown.",
+        "The class raised $150 on Monday and $275 on Tuesday, a total of $425 for the trip."])]
+    cfg = AnnotateConfig(k=5, m=4, max_new_tokens=20, prefilter=False, tau_f=0.5)
+    cands, _ = ShardAnnotator(cfg, smollm2, [get_tool("Calculator")]).run(docs)
+    scored = [c for c in cands if c.score is not None]
+    assert len(scored) >= 10, "too few scorable candidates to compare decisions"
+    hf = [(c.L_eps, c.L_call_noresult, c.L_plus, c.score, c.kept) for c in scored]
+    for c in scored:
+        c.L_eps = c.L_call_noresult = c.L_plus = c.L_minus = c.score = c.kept = None
+    ids = {d.doc_id: n for n, d in enumerate(docs)}
+    tokens = [vllm_lm.encode(LEAD + d.text) for d in docs]
+    score_candidates(BatchedScorer(vllm_lm), tokens, [ids[c.doc_id] for c in scored], scored, {"Calculator": 0.5})
+    worst = max(abs(a - b) for c, h in zip(scored, hf) for a, b in zip((c.L_eps, c.L_call_noresult, c.L_plus), h))
+    assert worst <= ATOL
+    flips = [(c.score, h[3]) for c, h in zip(scored, hf) if c.kept != h[4]]
+    assert all(abs(h - 0.5) <= 2 * ATOL for _, h in flips), flips
+    print(f"\n{len(scored)} candidates, {sum(h[4] for h in hf)} kept, max |dL| {worst:.2e}, {len(flips)} flips")
