@@ -166,8 +166,10 @@ def engine_table(args, docs, tool) -> dict:
 
     Local runs get their model loaded beforehand, so their seconds are annotation only; Ray runs
     include starting the actors and loading a model copy in each (that is what a user waits for).
-    vLLM samples with its own random generator, so its candidates differ from the transformers
-    backend's; decisions on the *same* candidates are compared by the opt-in vLLM test.
+    Ray actors run one thread each, so their losses differ from a 2-thread local run in float
+    round-off (reported); vLLM samples with its own random generator, so its candidates differ
+    from the transformers backend's — decisions on the *same* candidates are compared by the
+    opt-in vLLM test (tests/test_vllm_backend.py).
     """
     import tempfile
     from pathlib import Path
@@ -195,15 +197,25 @@ def engine_table(args, docs, tool) -> dict:
         Runner(cfg, lm=lm).run()
         sec = time.perf_counter() - t0
         cands = read_jsonl(Path(cfg.out) / "candidates.jsonl")
-        text = (Path(cfg.out) / "candidates.jsonl").read_text(encoding="utf-8")
-        first = first or text
+        first = first or cands
         rows.append({"engine": engine, "backend": backend, "model_load_s": round(load, 1) if lm else "in actors",
                      "seconds": round(sec, 1), "documents_per_s": round(len(docs) / sec, 3),
                      "candidates_per_s": round(sum(c.score is not None for c in cands) / sec, 2),
                      "candidates": len(cands), "kept": sum(c.kept for c in cands),
-                     "same_output_as_first": text == first})
+                     **agreement(first, cands)})
         del lm
     return {"corpus_documents": len(docs), "tool": tool.name, "rows": rows}
+
+
+def agreement(ref, cands) -> dict:
+    """Whether a run proposed the same calls and made the same decisions as the first one, and
+    how far its losses are (engines with other thread counts differ in float round-off only)."""
+    key = lambda c: (c.doc_id, c.tool, c.position, c.sample_index, c.sample, c.status, c.kept)  # noqa: E731
+    same = len(ref) == len(cands) and all(key(a) == key(b) for a, b in zip(ref, cands))
+    diff = max((abs(x - y) for a, b in zip(ref, cands) for x, y in zip((a.L_eps, a.L_call_noresult, a.L_plus),
+                                                                      (b.L_eps, b.L_call_noresult, b.L_plus))
+                if x is not None and y is not None), default=0.0) if same else None
+    return {"same_calls_and_decisions": same, "max_abs_loss_diff": diff}
 
 
 def print_table(rows: list[dict]) -> None:
