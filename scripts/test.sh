@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The Ray Data engine's equivalence test needs the [ray] extra (the base install stays without it).
+.venv/bin/python -m pip install --quiet -e ".[ray]" "torch==2.13.0"
 # The inspector's browser test drives Debian's chromium through chromium-driver (no browser download).
 if ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null

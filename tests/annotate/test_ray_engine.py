@@ -22,7 +22,10 @@ def _annotate(out, corpus, *extra):
 
 
 def test_ray_engine_output_is_identical_to_local(tmp_path):
-    pytest.importorskip("ray")
+    if os.environ.get("CI") == "true":
+        import ray  # noqa: F401  (scripts/test.sh installs the [ray] extra: in CI this test must run)
+    else:
+        pytest.importorskip("ray")
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(DOCS)))
     # One torch thread everywhere: each actor gets one CPU, so the local run uses one too.
