@@ -42,7 +42,8 @@ class PipelineConfig:
     dev_docs: int = _f(60, "held-out Wikipedia summaries for dev perplexity")
     tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset"], "evaluation tasks")
     eval_limit: int = _f(30, "examples per task")
-    data_dir: Optional[str] = _f(None, "benchmark folder (default: ../shared/data/benchmarks)")
+    data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
+                                         "../shared/data/benchmarks next to the repository)")
     seed: int = _f(0, "seed for every stage")
     threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
 
@@ -143,7 +144,15 @@ def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict,
     return report.write(out / "report", blocks)
 
 
+def check_inputs(cfg: PipelineConfig) -> None:
+    """Fail before the long stages, not after them, when the evaluation data cannot be found."""
+    from .commands.eval import EvalConfig, resolve_data_dir
+
+    resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+
+
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
+    check_inputs(cfg)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.threads:

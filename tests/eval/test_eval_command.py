@@ -48,3 +48,21 @@ def test_eval_command_real_model_resumes(tmp_path, smollm2, monkeypatch, one_thr
     after = path.read_text().splitlines()
     assert len(after) == 3 and "\n".join(after[:2]) + "\n" == before
     assert (tmp_path / "out" / "table.md").is_file() and (tmp_path / "out" / "accuracy.png").is_file()
+
+
+def test_pipeline_refuses_to_start_without_benchmark_data(tmp_path, monkeypatch, capsys):
+    """The data check runs before annotation and training, so a missing folder costs seconds,
+    not the half hour of stages before evaluation; nothing is written."""
+    from toolformer_kit.commands.pipeline import main
+
+    monkeypatch.setenv("TOOLFORMER_DATA_DIR", str(tmp_path / "missing"))
+    assert main(["--out", str(tmp_path / "run")]) == 2
+    assert "TOOLFORMER_DATA_DIR" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_data_dir_from_the_environment(tmp_path, monkeypatch):
+    from toolformer_kit.commands.eval import EvalConfig, resolve_data_dir
+
+    monkeypatch.setenv("TOOLFORMER_DATA_DIR", str(tmp_path))
+    assert resolve_data_dir(EvalConfig(tasks=["svamp"])) == tmp_path

@@ -13,6 +13,7 @@ same command resumes where it stopped.
 from __future__ import annotations
 
 import argparse
+import os
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,8 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser, EvalConfig)
 
 
+DATA_ENV = "TOOLFORMER_DATA_DIR"
+
+
 def default_data_dir() -> Path:
-    """``../shared/data/benchmarks`` relative to the repository root."""
+    """``$TOOLFORMER_DATA_DIR``, else ``../shared/data/benchmarks`` next to the repository root
+    (where the project keeps its copies of the published dev sets)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
     return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "benchmarks"
 
 
@@ -78,8 +85,8 @@ def resolve_data_dir(cfg: EvalConfig) -> Path:
         return path
     path = default_data_dir()
     if not path.is_dir() and set(cfg.tasks) - NO_DATA_TASKS:
-        raise ConfigError(f"no benchmark folder at the default {path}; pass --data-dir DIR "
-                          "(laid out like shared/data/benchmarks, see its README)")
+        raise ConfigError(f"no benchmark folder at the default {path}; pass --data-dir DIR or set "
+                          f"{DATA_ENV} (laid out like shared/data/benchmarks, see its README)")
     return path
 
 
