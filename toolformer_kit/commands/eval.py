@@ -13,8 +13,8 @@ same command resumes where it stopped.
 from __future__ import annotations
 
 import argparse
-import os
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
