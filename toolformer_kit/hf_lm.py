@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, cut_at_stop,
-                 encode_with_offsets, leading_special_ids)
+                 encode_with_offsets, leading_special_ids, stop_ids)
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ class HFLanguageModel:
                         "token only (an upper bound)", CALL_OPEN_TEXT, len(self.call_open_ids))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
             tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0)
-        self.eos_ids = self._eos_ids()
+        config = model.generation_config
+        self.eos_ids = stop_ids(config.eos_token_id if config else None, tokenizer)
         self.max_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
         self._cache_kw = _cache_kwarg(self._body())
         self._head_is_exact = self._check_head()
@@ -88,14 +89,6 @@ class HFLanguageModel:
                 "or a local Hugging Face folder."
             ) from None
         return cls(lm.to(dev), tok, name=model, **kwargs)
-
-
-    def _eos_ids(self) -> set[int]:
-        ids = self.model.generation_config.eos_token_id if self.model.generation_config else None
-        ids = ids if isinstance(ids, list) else [ids]
-        if self.tokenizer.eos_token_id is not None:
-            ids.append(self.tokenizer.eos_token_id)
-        return {i for i in ids if i is not None}
 
     # ---------------------------------------------------------------- tokens
     def encode(self, text: str) -> list[int]:

@@ -115,6 +115,18 @@ def leading_special_ids(tokenizer) -> list[int]:
     return list(full[:idx])
 
 
+def stop_ids(generation_eos, tokenizer) -> set[int]:
+    """The ids generation ends on: the generation config's EOS (one id, several or None) and the
+    tokenizer's; both backends stop on the same set, so their decoders end rows alike.
+
+    >>> class Tok: eos_token_id = 2
+    >>> sorted(stop_ids([7, 2], Tok())), sorted(stop_ids(None, Tok()))
+    ([2, 7], [2])
+    """
+    ids = list(generation_eos) if isinstance(generation_eos, (list, tuple)) else [generation_eos]
+    return {int(i) for i in ids + [tokenizer.eos_token_id] if i is not None}
+
+
 def encode_with_offsets(tokenizer, text: str) -> tuple[list[int], list[int]]:
     """Token ids and each token's start character, tiling the text with no gaps: a token's
     leading space belongs to it, so a call inserted at ``offsets[i]`` goes before that space."""

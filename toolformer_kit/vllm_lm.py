@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, encode_with_offsets,
-                 leading_special_ids)
+                 leading_special_ids, stop_ids)
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +60,14 @@ def _has_cuda() -> bool:
 class VLLMLanguageModel:
     """The three annotation primitives on a vLLM engine."""
 
-    def __init__(self, engine, tokenizer, name: str = "", eos_ids: Sequence[int] = (),
+    def __init__(self, engine, tokenizer, name: str = "", generation_eos=None,
                  max_length: int | None = None):
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
         self.bos_ids = leading_special_ids(tokenizer)
         self.call_open_ids = self.encode(CALL_OPEN_TEXT)
-        # The ids the HF backend stops on (generation config + tokenizer), so decoding ends alike.
-        self.eos_ids = set(eos_ids) | ({tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set())
+        self.eos_ids = stop_ids(generation_eos, tokenizer)
         self.max_length = max_length
         self._per_text_scoring = True
 
@@ -90,7 +89,7 @@ class VLLMLanguageModel:
         engine = vllm.LLM(model=path, tokenizer=path, dtype=dtype or "auto", max_model_len=max_model_len,
                           enable_prefix_caching=True, logprobs_mode="raw_logprobs", max_logprobs=-1,
                           seed=0, **engine_kwargs)
-        return cls(engine, AutoTokenizer.from_pretrained(path), name=model, eos_ids=_generation_eos_ids(path),
+        return cls(engine, AutoTokenizer.from_pretrained(path), name=model, generation_eos=_generation_eos(path),
                    max_length=max_model_len)
 
     # ---------------------------------------------------------------- tokens
@@ -220,15 +219,14 @@ class VLLMLanguageModel:
         return results
 
 
-def _generation_eos_ids(path: str) -> list[int]:
-    """The generation config's EOS ids (one or several), as the HF backend reads them."""
+def _generation_eos(path: str):
+    """The generation config's EOS id(s), None without a generation_config.json."""
     from transformers import GenerationConfig
 
     try:
-        ids = GenerationConfig.from_pretrained(path).eos_token_id
-    except OSError:  # no generation_config.json: the tokenizer's EOS is all there is
-        return []
-    return [i for i in (ids if isinstance(ids, list) else [ids]) if i is not None]
+        return GenerationConfig.from_pretrained(path).eos_token_id
+    except OSError:
+        return None
 
 
 def _watched_rank(step: dict | None, token: int) -> int | None:
