@@ -82,11 +82,13 @@ def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
 
 
 def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
-    """Wikipedia summaries that annotation did not see, for dev perplexity."""
+    """Wikipedia summaries that training did not see, for dev perplexity. ``exclude`` holds the
+    texts trained on, which are *windows* of long summaries, so a summary containing one is out."""
     from .annotate.sources import _load_wiki
 
     texts = sorted(v["extract"] for v in _load_wiki("en-us").values() if v.get("extract"))
-    pool = [t for t in texts if t not in exclude and len(t) > 200]
+    seen = [w for w in exclude if w]
+    pool = [t for t in texts if len(t) > 200 and not any(w in t for w in seen)]
     return random.Random(seed + 7919).sample(pool, min(n, len(pool)))
 
 
