@@ -62,10 +62,17 @@ def top_calls(docs, candidates: Sequence[Candidate], n: int = 12) -> list[dict]:
 
 
 def rates(seconds: Counter, tokens: Counter, scored: int) -> dict:
+    """Per stage: seconds and tokens through the model per second (for sampling, the prefixes run
+    plus the tokens decoded; decoded tokens also on their own).
+
+    >>> rates(Counter(sampling=2.0), Counter(sampling_prefix=30, sampling_new=10), 0)
+    {'sampling': {'seconds': 2.0, 'tokens': 40, 'tokens_per_s': 20.0, 'new_tokens_per_s': 5.0}}
+    """
     out = {}
     for stage, sec in sorted(seconds.items()):
         row = {"seconds": round(sec, 2)}
-        toks = tokens.get(stage, 0) + (tokens.get("sampling_prefix", 0) if stage == "sampling" else 0)
+        toks = tokens.get(stage, 0) + (tokens.get("sampling_prefix", 0) + tokens.get("sampling_new", 0)
+                                       if stage == "sampling" else 0)
         if toks and sec:
             row["tokens"] = int(toks)
             row["tokens_per_s"] = round(toks / sec, 1)
