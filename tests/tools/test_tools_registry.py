@@ -29,7 +29,7 @@ def test_builtin_demonstrations_are_well_formed(name):
             else:
                 assert parsed.call.result is None
     prompt = tool.prompt_prefix()
-    assert prompt.endswith("\n\nInput: ") and f"[{name}(" in prompt.split("\n\n")[0]
+    assert prompt.endswith("\n\nInput:") and f"[{name}(" in prompt.split("\n\n")[0]
 
 
 @pytest.mark.parametrize("name, settings", [

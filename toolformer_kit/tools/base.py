@@ -4,8 +4,10 @@ A tool's demonstrations are (input text, the same text with calls written in) pa
 the annotation prompt P(x) of the paper: an instruction, the worked examples, then
 ``Input: x`` / ``Output:`` after which the model re-writes x and may open calls. The part up to
 and including the last demonstration is shared by every document (:meth:`Tool.prompt_prefix`),
-so its KV cache can be computed once; ``Input: x\\nOutput:`` (:meth:`Tool.prompt_context`) is
-per document.
+so its KV cache can be computed once; `` x\\nOutput:`` (:meth:`Tool.prompt_context`) is
+per document. The cut lies between ``Input:`` and the space before the text, so that the text's
+first token is the one it has inside every demonstration (":" then " The", never ":", " ", "The"):
+both halves are tokenized separately, and a cut after the space would leave a lone " " token.
 
 Input checks live here, not in each tool, so that every tool (built-in or a user's) refuses
 empty, oversized and binary inputs with the same one-line message (:meth:`Tool.check_input`).
@@ -143,11 +145,11 @@ class Tool:
                              "pairs showing where its calls go")
         blocks = [self.instruction.strip()]
         blocks += [f"Input: {x}\nOutput: {y}" for x, y in self.demonstrations]
-        return "\n\n".join(blocks) + "\n\nInput: "
+        return "\n\n".join(blocks) + "\n\nInput:"
 
     @staticmethod
     def prompt_context(text: str) -> str:
-        return f"{text}\nOutput:"
+        return f" {text}\nOutput:"
 
 
 TOOLS: Registry[Tool] = Registry("tool")
