@@ -194,6 +194,6 @@ def insert_call(text: str, char_pos: int, call: ToolCall) -> str:
     left, right = text[:char_pos], text[char_pos:]
     if left.endswith(" ") and not right.startswith(" "):
         left, right = left[:-1], " " + right
-    elif right and not right.startswith((" ", "\n")):
+    elif right and not right[:1].isspace():
         right = " " + right
     return left + format_call(call, leading_space=bool(left)) + right

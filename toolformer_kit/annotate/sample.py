@@ -27,7 +27,7 @@ from typing import Sequence
 from ..calls import ToolCall, format_call, parse_sampled
 from ..lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig
 from . import records as R
-from .positions import LEAD, char_offset, select_positions
+from .positions import LEAD, call_sites, char_offset, select_positions
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +96,21 @@ def position_suffixes(lm, tool, text: str, pos: PositionLogprobs, chosen: Sequen
 
 
 def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positions: Sequence[PositionLogprobs],
-                 tau_s: float, k: int, m: int, cfg: SamplingConfig, stats: SampleStats | None = None
-                 ) -> list[R.Candidate]:
-    """Candidates for every chosen position of every document (``positions`` from the same LM)."""
+                 tau_s: float, k: int, m: int, cfg: SamplingConfig, stats: SampleStats | None = None,
+                 context_chars: Sequence[int] | None = None) -> list[R.Candidate]:
+    """Candidates for every chosen position of every document (``positions`` from the same LM).
+
+    Positions are chosen among call sites only (:func:`~.positions.call_sites`); ``context_chars[j]``
+    is the length of text j's context-only opening (a window's left context), where no call goes.
+    """
     import time
 
     t0 = time.perf_counter()
     meta, suffixes = [], []
-    for doc_id, text, pos in zip(doc_ids, texts, positions):
-        chosen = select_positions(pos.probs, tau_s, k)
+    ctx_chars = context_chars if context_chars is not None else [0] * len(texts)
+    for doc_id, text, pos, ctx in zip(doc_ids, texts, positions, ctx_chars):
+        sites = call_sites(pos.offsets, LEAD + text, ctx)
+        chosen = select_positions(pos.probs, tau_s, k, allowed=sites)
         suffixes += position_suffixes(lm, tool, text, pos, chosen)
         meta += [(doc_id, i, char_offset(pos.offsets[i]), float(pos.probs[i])) for i in chosen]
     head = prompt_ids(lm, tool)
