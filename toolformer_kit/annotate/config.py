@@ -31,6 +31,9 @@ class AnnotateConfig:
     default_sources: list[str] = _f(["wiki", "mt", "gsm8k", "changelog"], "embedded corpus: sources to mix")
     max_docs: int = _f(0, "annotate only the first N documents (0 = all)")
     window_tokens: int = _f(128, "split documents longer than this many tokens into windows")
+    window_context: int = _f(32, "tokens of left context before each window after the first (read, never annotated)")
+    wiki_exclude_self: bool = _f(True, "WikiSearch never returns the annotated document itself (same title, or "
+                                       "a passage sharing 8 consecutive words with it)")
     tau_s: Optional[float] = _f(None, "position threshold τs for every tool (default: per tool)")
     k: Optional[int] = _f(None, "at most k positions per document (default: per tool)")
     m: Optional[int] = _f(None, "calls sampled per position (default: per tool)")

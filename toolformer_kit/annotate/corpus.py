@@ -14,9 +14,11 @@ as separate texts (ids ``<id>#0``, ``<id>#1`` …, the original fields copied to
 packed greedily from whole sentences (split after ``.``, ``!``, ``?`` or at line breaks) so a call
 never has to predict across a cut in mid-sentence; a single sentence longer than a window is cut
 between words. Token counts are taken sentence by sentence with the model's tokenizer, so a window
-can be off by a token or two where two sentences merge into one token at their boundary. Nothing
-is dropped or overlapped: the windows concatenate back to the document (up to the whitespace at the
-cuts).
+can be off by a token or two where two sentences merge into one token at their boundary. The
+window *bodies* tile the document (nothing dropped, nothing annotated twice); every window after
+the first also starts with up to ``context_tokens`` words from just before its body, as left
+context only (``Document.context_chars``): a call at the start of a body then has real text to
+condition on, as it would in the unsplit document.
 """
 
 from __future__ import annotations
@@ -42,10 +44,14 @@ class Document:
     doc_id: str
     text: str
     meta: dict = field(default_factory=dict)
+    context_chars: int = 0  # a window's left context: text[:context_chars] is read, never annotated
 
     def record(self) -> dict:
         """The document as a plain mapping (what date finders and C* writers read)."""
-        return {**self.meta, "id": self.doc_id, "text": self.text}
+        rec = {**self.meta, "id": self.doc_id, "text": self.text}
+        if self.context_chars:
+            rec["context_chars"] = self.context_chars
+        return rec
 
 
 @dataclass
@@ -157,19 +163,85 @@ def read_corpus(path: str | Path, report: ReadReport | None = None, default_docs
     return docs
 
 
-def _pieces(text: str) -> list[str]:
-    """Sentences, each keeping the whitespace that followed it (so pieces join back to the text)."""
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """Sentence spans (start, end), each end including the whitespace that followed it."""
     out, last = [], 0
     for m in SENTENCE_END.finditer(text):
-        out.append(text[last:m.end()])
+        out.append((last, m.end()))
         last = m.end()
     if last < len(text):
-        out.append(text[last:])
+        out.append((last, len(text)))
     return out
 
 
+def _word_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    return [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+\s*", text[start:end])]
+
+
+def _pack(text: str, spans: list[tuple[int, int]], max_tokens: int, count: Callable[[str], int]) -> list[list[tuple[int, int]]]:
+    """Consecutive spans packed greedily into groups of at most ``max_tokens``."""
+    groups: list[list[tuple[int, int]]] = []
+    cur_n = 0
+    for a, b in spans:
+        n = count(text[a:b])
+        if groups and groups[-1] and cur_n + n <= max_tokens:
+            groups[-1].append((a, b))
+            cur_n += n
+        else:
+            groups.append([(a, b)])
+            cur_n = n
+    return groups
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int]:
+    """(a, b) with surrounding whitespace moved out of the span."""
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
+def window_spans(text: str, max_tokens: int, count: Callable[[str], int],
+                 context_tokens: int = 0) -> list[tuple[int, int, int]]:
+    """(context start, body start, end) character spans of the windows of ``text``.
+
+    Bodies are whole sentences packed greedily into at most ``max_tokens`` (a longer sentence is
+    cut between words); they tile the text. Every window but the first also gets the words just
+    before its body — at most ``context_tokens`` of them — as left context.
+
+    >>> words = lambda s: len(s.split())
+    >>> t = "One two three. Four five. Six seven eight nine."
+    >>> [(t[c:b], t[b:e]) for c, b, e in window_spans(t, 5, words, context_tokens=2)]
+    [('', 'One two three. Four five.'), ('Four five. ', 'Six seven eight nine.')]
+    """
+    if max_tokens <= 0 or count(text) <= max_tokens:
+        return [(0, 0, len(text))]
+    parts: list[tuple[int, int]] = []
+    for a, b in _pieces(text):
+        parts += _word_spans(text, a, b) if count(text[a:b]) > max_tokens else [(a, b)]
+    out = []
+    for group in _pack(text, parts, max_tokens, count):
+        body, end = _trim(text, group[0][0], group[-1][1])
+        if body < end:
+            out.append((_context_start(text, body, context_tokens, count), body, end))
+    return out
+
+
+def _context_start(text: str, body: int, context_tokens: int, count: Callable[[str], int]) -> int:
+    """Where the left context of a body starting at ``body`` begins: as many whole words as fit."""
+    start = body
+    if context_tokens <= 0:
+        return start
+    for m in reversed(list(re.finditer(r"\S+", text[:body]))):
+        if count(text[m.start():body]) > context_tokens:
+            break
+        start = m.start()
+    return start
+
+
 def split_windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
-    """Whole sentences packed greedily into windows of at most ``max_tokens`` (see module doc).
+    """The window bodies of ``text`` (see :func:`window_spans`), without left context.
 
     >>> words = lambda s: len(s.split())
     >>> split_windows("One two three. Four five. Six seven eight nine.", 5, words)
@@ -177,48 +249,24 @@ def split_windows(text: str, max_tokens: int, count: Callable[[str], int]) -> li
     >>> split_windows("a b c d e f g", 3, words)
     ['a b c', 'd e f', 'g']
     """
-    if max_tokens <= 0 or count(text) <= max_tokens:
-        return [text]
-    windows, cur, cur_n = [], "", 0
-    for piece in _pieces(text):
-        n = count(piece)
-        if n > max_tokens:  # a sentence that does not fit anywhere: cut it between words
-            words = re.findall(r"\S+\s*", piece)
-            parts = split_windows_words(words, max_tokens, count)
-        else:
-            parts = [piece]
-        for part in parts:
-            n = count(part)
-            if cur and cur_n + n > max_tokens:
-                windows.append(cur.strip())
-                cur, cur_n = "", 0
-            cur, cur_n = cur + part, cur_n + n
-    if cur.strip():
-        windows.append(cur.strip())
-    return windows
+    return [text[b:e] for _, b, e in window_spans(text, max_tokens, count)]
 
 
-def split_windows_words(words: list[str], max_tokens: int, count: Callable[[str], int]) -> list[str]:
-    parts, cur, cur_n = [], "", 0
-    for w in words:
-        n = count(w)
-        if cur and cur_n + n > max_tokens:
-            parts.append(cur)
-            cur, cur_n = "", 0
-        cur, cur_n = cur + w, cur_n + n
-    if cur:
-        parts.append(cur)
-    return parts
+def windowed(docs: list[Document], max_tokens: int, count: Callable[[str], int],
+             context_tokens: int = 0) -> tuple[list[Document], int]:
+    """Documents with the long ones replaced by their windows; also how many were split.
 
-
-def windowed(docs: list[Document], max_tokens: int, count: Callable[[str], int]) -> tuple[list[Document], int]:
-    """Documents with the long ones replaced by their windows; also how many were split."""
+    A window's text is its left context followed by its body; ``context_chars`` marks where the
+    body begins, so that no call is placed in the context (it is there to be conditioned on).
+    """
     out, split = [], 0
     for d in docs:
-        parts = split_windows(d.text, max_tokens, count)
-        if len(parts) == 1:
+        spans = window_spans(d.text, max_tokens, count, context_tokens)
+        if len(spans) == 1:
             out.append(d)
             continue
         split += 1
-        out += [Document(f"{d.doc_id}#{w}", p, dict(d.meta, window=w)) for w, p in enumerate(parts)]
+        for w, (c, b, e) in enumerate(spans):
+            ctx = len(d.text[c:b].rstrip())
+            out.append(Document(f"{d.doc_id}#{w}", d.text[c:e], dict(d.meta, window=w), context_chars=ctx))
     return out, split

@@ -4,7 +4,9 @@ The engine (:class:`toolformer_kit.tools.engine.ToolEngine`) brings the result c
 this module only decides what to run. A call is run once per distinct input per tool *object*:
 most tools are one object for the whole corpus, but the Calendar is bound to each document's own
 date (:func:`~toolformer_kit.tools.calendar.calendar_tool_for`), so the same ``Calendar()`` gives a
-different, correct result in every document.
+different, correct result in every document, and a WikiSearch is told which document it must not
+return. Such per-document objects differ in ``version`` (part of the cache key) and share one engine
+per tool name, so a long run opens one cache connection per tool, not one per document.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ class Executor:
         self.stats = ExecStats()
 
     def _engine(self, tool):
-        key = (tool.name, getattr(tool, "version", ""))
-        if key not in self._engines:
+        if tool.name not in self._engines:
             factory = self._factory
             if factory is None:
                 from ..tools.engine import ToolEngine as factory
-            self._engines[key] = factory({tool.name: tool}, timeout=self.timeout, cache_path=self.cache_path)
-        return self._engines[key]
+            self._engines[tool.name] = factory({tool.name: tool}, timeout=self.timeout, cache_path=self.cache_path)
+        engine = self._engines[tool.name]
+        engine.tools = {tool.name: tool}  # this document's variant of the tool
+        return engine
 
     def run(self, candidates: Sequence[R.Candidate], tool_for: Callable[[R.Candidate], object]) -> None:
         """Set ``result`` (or ``status='exec_error'`` and ``error``) on every candidate with status ok."""

@@ -64,6 +64,14 @@ def fingerprint(docs) -> str:
     return h.hexdigest()
 
 
+def _doc_row(d) -> dict:
+    """A row of documents.jsonl; ``context_chars`` only for windows that open with left context."""
+    row = {"id": d.doc_id, "text": d.text}
+    if d.context_chars:
+        row["context_chars"] = d.context_chars
+    return row
+
+
 def semantic_settings(cfg: AnnotateConfig) -> dict:
     return {k: v for k, v in to_dict(cfg).items() if k not in NON_SEMANTIC}
 
@@ -103,7 +111,7 @@ class Runner:
 
     def _documents(self, lm, report: ReadReport):
         docs = read_corpus(self.cfg.corpus, report, self.cfg.default_docs, self.cfg.seed, self.cfg.default_sources)
-        docs, split = windowed(docs, self.cfg.window_tokens, lambda s: len(lm.encode(s)))
+        docs, split = windowed(docs, self.cfg.window_tokens, lambda s: len(lm.encode(s)), self.cfg.window_context)
         if self.cfg.max_docs > 0:
             docs = docs[: self.cfg.max_docs]
         return docs, split
@@ -203,8 +211,8 @@ class Runner:
 
         write_atomic(self.out / "candidates.jsonl", "".join(c.to_json() + "\n" for c in candidates))
         # the annotated texts as read (after windowing), so the inspector can show any candidate in place
-        write_atomic(self.out / "documents.jsonl", "".join(json.dumps({"id": d.doc_id, "text": d.text},
-                                                                      ensure_ascii=False) + "\n" for d in docs))
+        write_atomic(self.out / "documents.jsonl", "".join(json.dumps(_doc_row(d), ensure_ascii=False) + "\n"
+                                                            for d in docs))
         cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed)
         write_atomic(self.out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
         if self.cfg.parquet:

@@ -73,22 +73,30 @@ class ShardStats:
                 "seconds": dict(self.seconds), "tokens": dict(self.tokens)}
 
 
-def doc_tool(tool, doc: Document):
-    """The tool object that executes calls in ``doc`` (the Calendar is bound to the doc's date),
-    or None if the tool cannot serve this document."""
-    if tool.name != "Calendar":
-        return tool
-    from ..tools.calendar import calendar_tool_for, document_date
+def doc_tool(tool, doc: Document, exclude_self: bool = True):
+    """The tool object that executes calls in ``doc``, or None if the tool cannot serve it.
 
-    date = document_date(doc.record())
-    return calendar_tool_for(date) if date else None
+    The Calendar is bound to the document's own date. A WikiSearch never returns the document
+    itself (``exclude_self``): annotating Wikipedia text with an index of the same articles would
+    otherwise reward copying the text back (see :class:`~toolformer_kit.tools.wikisearch.NotTheDocument`).
+    """
+    if tool.name == "Calendar":
+        from ..tools.calendar import calendar_tool_for, document_date
+
+        date = document_date(doc.record())
+        return calendar_tool_for(date) if date else None
+    if exclude_self:
+        from ..tools.wikisearch import excluding_document
+
+        return excluding_document(tool, doc.text, str(doc.meta.get("title") or ""))
+    return tool
 
 
 def eligible(tool, docs: Sequence[Document], cfg: AnnotateConfig, stats: ShardStats) -> list[tuple[Document, object]]:
     """(document, executing tool) pairs that pass the tool's pre-filter."""
     out = []
     for d in docs:
-        runner = doc_tool(tool, d)
+        runner = doc_tool(tool, d, cfg.wiki_exclude_self)
         if runner is None:
             stats.add(tool.name, "skipped_no_date")
             continue
@@ -145,7 +153,7 @@ class ShardAnnotator:
                                          for p, t in zip(positions, texts))
         sstats = SampleStats()
         cands = sample_calls(self.sampler, tool, [d.doc_id for d, _ in pairs], texts, positions,
-                             s.tau_s, s.k, s.m, self.sampling, sstats)
+                             s.tau_s, s.k, s.m, self.sampling, sstats, [d.context_chars for d, _ in pairs])
         stats.seconds["sampling"] += sstats.seconds
         stats.tokens["sampling_prefix"] += sstats.prompt_tokens
         stats.tokens["sampling_new"] += sstats.new_tokens
@@ -180,7 +188,7 @@ class ShardAnnotator:
             for c in cands:
                 c.score_position = token_at(encoded[index[c.doc_id]][1], c.char_offset)
                 if c.score_position is None and c.status == R.OK:
-                    c.status, c.error = R.UNPARSABLE, "position past the scorer's last token"
+                    c.status, c.error = R.UNPARSABLE, "the call site is not a token start for the scorer"
         before = self.scorer.stats.body_tokens
         score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f)
         stats.tokens["scoring"] += self.scorer.stats.body_tokens - before

@@ -262,10 +262,82 @@ def default_index() -> BM25Index:
         return _DEFAULT[corpus]
 
 
-def search_snippets(index: BM25Index, query: str, k: int = 1) -> Optional[str]:
-    """The snippets of the top ``k`` passages, joined; None if nothing matches."""
-    hits = index.search(query, k)
+def search_snippets(index: BM25Index, query: str, k: int = 1, skip=None) -> Optional[str]:
+    """The snippets of the top ``k`` passages, joined; None if nothing matches.
+
+    ``skip(hit)`` drops hits (see :class:`NotTheDocument`); the search then looks further down
+    the ranking, so a skipped hit costs a result only when nothing else matches.
+    """
+    hits = index.search(query, k + SKIP_SLACK if skip else k)
+    if skip:
+        hits = [h for h in hits if not skip(h)][:k]
     return " | ".join(snippet(h.text) for h in hits) or None
+
+
+SKIP_SLACK = 8  # extra hits fetched when some may be skipped
+COPY_WORDS = 8  # a passage sharing this many consecutive words with a document is a copy of it
+_WORD = re.compile(r"\w+")
+
+
+def _shingles(text: str, n: int = COPY_WORDS) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
+
+
+class NotTheDocument:
+    """A hit filter for annotation: True for hits that *are* the document being annotated.
+
+    When the corpus to annotate is Wikipedia text that the index also holds, a search finds the
+    very text the model is asked to predict, and the loss filter rewards copying it back, not
+    searching. A hit is the document if it has the document's title, or if its passage and the
+    document share a run of :data:`COPY_WORDS` consecutive words (a window, a translation mix or
+    another copy of the same article).
+
+    >>> skip = NotTheDocument("Paris is the capital and largest city of France, on the Seine.", "Paris")
+    >>> skip(Hit("Paris", "Anything", 1.0)), skip(Hit("Seine", "Paris is the capital and largest city of France.", 1.0))
+    (True, True)
+    >>> skip(Hit("Lyon", "Lyon is the third-largest city of France.", 1.0))
+    False
+    """
+
+    def __init__(self, text: str, title: str = ""):
+        self.title = title.strip().casefold()
+        self.shingles = _shingles(text)
+
+    def __call__(self, hit: Hit) -> bool:
+        if self.title and hit.title.strip().casefold() == self.title:
+            return True
+        return not self.shingles.isdisjoint(_shingles(hit.text))
+
+    def key(self) -> str:
+        """Names the filter in cache keys: results differ from one document to the next."""
+        h = hashlib.sha256(self.title.encode())
+        for s in sorted(self.shingles):
+            h.update(" ".join(s).encode() + b"\n")
+        return h.hexdigest()[:16]
+
+
+class WikiSearcher:
+    """The WikiSearch function: ``searcher(query)``; ``searcher.excluding(doc)`` for annotation."""
+
+    def __init__(self, index_fn, k: int = 1, skip: Optional[NotTheDocument] = None):
+        self._index, self.k, self.skip = index_fn, k, skip
+
+    def __call__(self, query: str) -> Optional[str]:
+        return search_snippets(self._index(), query, self.k, self.skip)
+
+    def excluding(self, text: str, title: str = "") -> "WikiSearcher":
+        return WikiSearcher(self._index, self.k, NotTheDocument(text, title))
+
+
+def excluding_document(tool: Tool, text: str, title: str = "") -> Tool:
+    """``tool`` (a WikiSearch) that never returns the document ``text`` itself; other tools as they are."""
+    if not isinstance(tool.fn, WikiSearcher):
+        return tool
+    from dataclasses import replace
+
+    fn = tool.fn.excluding(text, title)
+    return replace(tool, fn=fn, version=f"{tool.version}|not:{fn.skip.key()}")
 
 
 def corpus_version(corpus: str | os.PathLike | None) -> str:
@@ -312,7 +384,7 @@ def wikisearch_tool(corpus: str | os.PathLike | None = None, k: int = 1, name: s
 
     return Tool(
         name=name,
-        fn=lambda query: search_snippets(index(), query, k),
+        fn=WikiSearcher(index, k),
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,
