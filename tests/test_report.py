@@ -31,3 +31,23 @@ def test_md_table_round_trip():
     table = md_table("| task | a (k10) |\n|---|---|\n| svamp | 50.0 [40.0, 60.0] |\n")
     assert table.header == ["task", "a (k10)"] and table.rows == [["svamp", "50.0 [40.0, 60.0]"]]
     assert "<td>50.0 [40.0, 60.0]</td>" in to_html([table], "t")
+
+
+# ---------------------------------------------------------------- deviations and measured tools (issue 13)
+def _pipeline_report(tmp_path, monkeypatch, **settings):
+    from toolformer_kit import pipeline, report
+
+    for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
+        monkeypatch.setattr(report, name, lambda *a: [])
+    cfg = pipeline.PipelineConfig(out=str(tmp_path), **settings)
+    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0})
+    return md.read_text(encoding="utf-8")
+
+
+def test_report_states_a_different_sampler_as_a_deviation_before_the_settings(tmp_path, monkeypatch):
+    text = _pipeline_report(tmp_path, monkeypatch, model="smollm2-135m", sampler_model="qwen2.5-coder-0.5b")
+    assert text.index("## Deviations from the paper") < text.index("## Settings")
+    line = next(ln for ln in text.splitlines() if "sampled by" in ln)
+    assert "qwen2.5-coder-0.5b" in line and "smollm2-135m" in line and "one model M" in line
+    for same in ("smollm2-135m", ""):
+        assert "Deviations" not in _pipeline_report(tmp_path, monkeypatch, sampler_model=same)

@@ -215,9 +215,10 @@ def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict,
     from . import report
     from .config import to_dict
 
-    blocks = [report.Block("h2", "Settings"),
+    settings = to_dict(cfg)
+    blocks = report.deviation_blocks(settings) + [report.Block("h2", "Settings"),
               report.Block("table", header=("setting", "value"),
-                           rows=[(k, v) for k, v in to_dict(cfg).items()]),
+                           rows=[(k, v) for k, v in settings.items()]),
               report.Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
     blocks += report.annotation_blocks(annotated)
     blocks += report.training_blocks(trained)

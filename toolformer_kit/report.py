@@ -88,6 +88,38 @@ def md_table(text: str) -> Block:
     return Block("table", header=split(lines[0]), rows=[split(ln) for ln in lines[2:]]) if lines else Block("p")
 
 
+PAPER_MODEL_NOTE = "the paper samples, scores and fine-tunes with one model M (§2)"
+
+
+def deviations(settings: dict) -> list[str]:
+    """The ways a pipeline run departs from the paper's method, one sentence each, so a reader sees
+    them before any number. ``settings`` is the pipeline's config as a mapping.
+
+    >>> deviations({"model": "smollm2-135m", "sampler_model": "smollm2-135m"})
+    []
+    >>> print(deviations({"model": "smollm2-135m", "sampler_model": "qwen2.5-coder-0.5b"})[0])
+    Calls are sampled by qwen2.5-coder-0.5b but scored and fine-tuned with smollm2-135m; the paper samples, scores and fine-tunes with one model M (§2).
+    """
+    out = []
+    model, sampler = settings.get("model", ""), settings.get("sampler_model", "")
+    if sampler and sampler != model:
+        out.append(f"Calls are sampled by {sampler} but scored and fine-tuned with {model}; {PAPER_MODEL_NOTE}.")
+    if settings.get("cc_data") == "cstar":
+        out.append("+CC is fine-tuned on the texts of C* only (calls removed), not on every annotated text "
+                   "as in the paper.")
+    if settings.get("dev_source") == "wiki":
+        out.append("Dev perplexity uses Wikipedia summaries only, not held-out documents of the annotated "
+                   "corpus's own sources as in the paper.")
+    return out
+
+
+def deviation_blocks(settings: dict) -> list[Block]:
+    lines = deviations(settings)
+    if not lines:
+        return []
+    return [Block("h2", "Deviations from the paper")] + [Block("p", "⚠ " + line) for line in lines]
+
+
 def annotation_blocks(folder: Path, taus: Sequence[float] = (0.5, 1.0, 2.0), examples: int = 8) -> list[Block]:
     summary = json.loads((folder / "summary.json").read_text("utf-8"))
     blocks = [Block("h2", "Annotation (the paper's Table 2 and Table 10)"),
