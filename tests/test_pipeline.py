@@ -98,3 +98,25 @@ def test_heldout_documents_skip_what_was_annotated_in_any_form():
     ids = [i for i, _ in again]
     assert len(again) == 8 and wiki_id not in ids and gsm_id not in ids
     assert pipeline.heldout_documents([], [], 8, seed=0) == free  # seeded: the same every run
+
+
+# ---------------------------------------------------------------- measured tasks (issue 13, item 7)
+def test_default_tasks_measure_every_annotated_tool_that_has_a_benchmark():
+    from toolformer_kit.report import exercised
+
+    cfg = pipeline.PipelineConfig()
+    measured = {exercised(t) for t in cfg.tasks}
+    assert {"Calculator", "Calendar", "WikiSearch"} <= measured
+    assert not {"lama-trex", "lama-google-re", "lama-squad"} & set(cfg.tasks)  # WikiSearch is off on LAMA
+    assert cfg.eval_limit <= 30
+
+
+def test_check_inputs_fails_early_when_a_task_file_is_missing(tmp_path):
+    from toolformer_kit.commands.eval import default_data_dir
+
+    (tmp_path / "math").symlink_to(default_data_dir() / "math")  # maths present, QA files missing
+    with pytest.raises(ConfigError, match="task webquestions: WebQuestions not found"):
+        pipeline.check_inputs(pipeline.PipelineConfig(data_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match="unknown task 'svamq'"):
+        pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamq"], data_dir=str(tmp_path)))
+    pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamp", "dateset"], data_dir=str(tmp_path)))

@@ -51,3 +51,19 @@ def test_report_states_a_different_sampler_as_a_deviation_before_the_settings(tm
     assert "qwen2.5-coder-0.5b" in line and "smollm2-135m" in line and "one model M" in line
     for same in ("smollm2-135m", ""):
         assert "Deviations" not in _pipeline_report(tmp_path, monkeypatch, sampler_model=same)
+
+
+def test_report_says_which_tool_each_task_exercises(tmp_path, monkeypatch):
+    text = _pipeline_report(tmp_path, monkeypatch, tasks=["svamp", "dateset", "webquestions"],
+                            tools=["Calculator", "WikiSearch", "Calendar", "MT"])
+    assert "| svamp | Calculator | yes |" in text and "| dateset | Calendar | yes |" in text
+    assert "| webquestions | WikiSearch | yes |" in text
+    assert "Annotated but measured by no task here: MT." in text
+
+
+def test_a_tasks_own_exercises_field_wins_over_the_fallback(monkeypatch):
+    from toolformer_kit.eval.tasks import get_task
+    from toolformer_kit.report import exercised
+
+    monkeypatch.setattr(get_task("wikitext2"), "exercises", "WikiSearch", raising=False)
+    assert exercised("wikitext2") == "WikiSearch" and exercised("webquestions") == "WikiSearch"

@@ -51,7 +51,9 @@ class PipelineConfig:
     cc_data: str = _f("annotated", "+CC trains on: 'annotated' = every annotated text, calls or not (the "
                                    "paper's subset C); 'cstar' = only the texts of C*, calls removed (the "
                                    "old default)")
-    tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset"], "evaluation tasks")
+    tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset", "webquestions"],
+                          "evaluation tasks (the default has one or more per annotated tool; MT has no "
+                          "task here because MLQA is not available offline)")
     eval_limit: int = _f(30, "examples per task")
     data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
                                          "../shared/data/benchmarks next to the repository)")
@@ -222,15 +224,25 @@ def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict,
               report.Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
     blocks += report.annotation_blocks(annotated)
     blocks += report.training_blocks(trained)
+    blocks += report.task_tool_blocks(cfg.tasks, cfg.tools)
     blocks += report.eval_blocks(evaluated)
     return report.write(out / "report", blocks)
 
 
 def check_inputs(cfg: PipelineConfig) -> None:
-    """Fail before the long stages, not after them, when the evaluation data cannot be found."""
+    """Fail before the long stages, not after them, when a task is unknown or its data cannot be
+    read: each task's examples are loaded once here (seconds), so a missing file is found now."""
     from .commands.eval import EvalConfig, resolve_data_dir
+    from .eval.tasks import get_task
 
-    resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    data_dir = resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    for name in cfg.tasks:
+        try:
+            get_task(name).load(data_dir)
+        except KeyError as exc:
+            raise ConfigError(f"--tasks: {exc}") from None
+        except FileNotFoundError as exc:
+            raise ConfigError(f"task {name}: {exc}") from None
 
 
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
