@@ -1,6 +1,13 @@
-"""Pure helpers of the end-to-end pipeline."""
+"""The end-to-end pipeline without its heavy stages: which data each run trains on, the dev
+texts, the task list and the input checks."""
 
-from toolformer_kit.annotate.sources import _load_wiki
+import json
+
+import pytest
+
+from toolformer_kit import pipeline
+from toolformer_kit.annotate.sources import _load_wiki, default_corpus
+from toolformer_kit.config import ConfigError
 from toolformer_kit.pipeline import heldout_texts
 
 
@@ -13,3 +20,103 @@ def test_dev_texts_exclude_summaries_whose_windows_were_trained_on():
     assert longest in everything
     assert longest not in heldout_texts({window, ""}, 100_000, seed=0)
     assert len(heldout_texts({window}, 100_000, seed=0)) == len(everything) - 1
+
+
+# ---------------------------------------------------------------- +CC data and dev texts (issue 13, item 3)
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def annotated(tmp_path):
+    """An annotation folder over the real embedded corpus: 8 documents annotated (one as a window,
+    as the runner writes a long one), one of them kept a call."""
+    docs = default_corpus(2, seed=0)
+    rows = [{"id": d.doc_id, "text": d.text} for d in docs]
+    rows[0] = {"id": rows[0]["id"] + "#0", "text": rows[0]["text"][:300]}
+    folder = tmp_path / "annotate"
+    folder.mkdir()
+    _jsonl(folder / "documents.jsonl", rows)
+    text = docs[2].text
+    _jsonl(folder / "corpus.jsonl", [{"id": docs[2].doc_id, "original": text,
+                                      "text": "[Calculator(1 + 1) -> 2] " + text}])
+    return folder, rows
+
+
+def _run_stubbed(cfg, folder, monkeypatch):
+    """run_pipeline with every heavy stage replaced; returns the TrainConfigs it would train."""
+    import toolformer_kit.train as train
+
+    trained = []
+    monkeypatch.setattr(pipeline, "check_inputs", lambda cfg: None)
+    monkeypatch.setattr(pipeline, "stage_models", lambda cfg: None)
+    monkeypatch.setattr(pipeline, "stage_index", lambda cfg: None)
+    monkeypatch.setattr(pipeline, "stage_annotate", lambda cfg, out: folder)
+    monkeypatch.setattr(pipeline, "stage_eval", lambda *a: folder)
+    monkeypatch.setattr(pipeline, "stage_report", lambda *a: (folder, folder))
+    monkeypatch.setattr(train, "run_training", trained.append)
+    pipeline.run_pipeline(cfg)
+    return {("+CC" if c.plain_baseline else "tools"): c for c in trained}
+
+
+def test_cc_trains_on_every_annotated_text_and_dev_texts_are_unseen_corpus_documents(annotated, tmp_path,
+                                                                                      monkeypatch):
+    """The paper's +CC is fine-tuned on the whole annotated subset C, not only on the texts that
+    kept a call; the dev set is documents of the same sources that were never annotated."""
+    folder, rows = annotated
+    runs = _run_stubbed(pipeline.PipelineConfig(out=str(tmp_path / "run"), dev_docs=12), folder, monkeypatch)
+    assert runs["+CC"].data == str(folder / "documents.jsonl")
+    assert runs["tools"].data == str(folder / "corpus.jsonl")
+    assert runs["+CC"].dev_data == runs["tools"].dev_data  # one dev set: comparable perplexities
+    dev = [json.loads(line) for line in open(runs["tools"].dev_data, encoding="utf-8")]
+    assert len(dev) == 12
+    assert {d["id"].split(":")[0] for d in dev} == {"wiki", "mt", "gsm8k", "changelog"}
+    seen = {pipeline.subject(r["id"]) for r in rows}
+    assert not seen & {pipeline.subject(d["id"]) for d in dev}
+    assert not any(r["text"] in d["text"] or d["text"] in r["text"] for r in rows for d in dev)
+
+
+def test_old_baselines_stay_behind_flags(annotated, tmp_path, monkeypatch):
+    folder, rows = annotated
+    cfg = pipeline.PipelineConfig(out=str(tmp_path / "run"), dev_docs=5, cc_data="cstar", dev_source="wiki")
+    runs = _run_stubbed(cfg, folder, monkeypatch)
+    assert runs["+CC"].data == str(folder / "corpus.jsonl")
+    dev = [json.loads(line) for line in open(runs["tools"].dev_data, encoding="utf-8")]
+    assert len(dev) == 5 and all(d["id"].startswith("dev-") for d in dev)
+    with pytest.raises(ConfigError, match="--cc-data must be one of annotated, cstar"):
+        pipeline.PipelineConfig(cc_data="all")
+
+
+def test_heldout_documents_skip_what_was_annotated_in_any_form():
+    free = pipeline.heldout_documents([], [], 8, seed=0)
+    wiki_id, wiki_text = next(d for d in free if d[0].startswith("wiki:"))
+    gsm_id, gsm_text = next(d for d in free if d[0].startswith("gsm8k:"))
+    title = wiki_id.split(":", 1)[1]
+    # the wiki article annotated as an MT document; the maths problem known by its text only
+    again = pipeline.heldout_documents([f"mt:fr:{title}", "other:1"], [gsm_text], 8, seed=0)
+    ids = [i for i, _ in again]
+    assert len(again) == 8 and wiki_id not in ids and gsm_id not in ids
+    assert pipeline.heldout_documents([], [], 8, seed=0) == free  # seeded: the same every run
+
+
+# ---------------------------------------------------------------- measured tasks (issue 13, item 7)
+def test_default_tasks_measure_every_annotated_tool_that_has_a_benchmark():
+    from toolformer_kit.report import exercised
+
+    cfg = pipeline.PipelineConfig()
+    measured = {exercised(t) for t in cfg.tasks}
+    assert {"Calculator", "Calendar", "WikiSearch"} <= measured
+    assert not {"lama-trex", "lama-google-re", "lama-squad"} & set(cfg.tasks)  # WikiSearch is off on LAMA
+    assert cfg.eval_limit <= 30
+
+
+def test_check_inputs_fails_early_when_a_task_file_is_missing(tmp_path):
+    from toolformer_kit.commands.eval import default_data_dir
+
+    (tmp_path / "math").symlink_to(default_data_dir() / "math")  # maths present, QA files missing
+    with pytest.raises(ConfigError, match="task webquestions: WebQuestions not found"):
+        pipeline.check_inputs(pipeline.PipelineConfig(data_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match="unknown task 'svamq'"):
+        pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamq"], data_dir=str(tmp_path)))
+    pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamp", "dateset"], data_dir=str(tmp_path)))

@@ -31,3 +31,39 @@ def test_md_table_round_trip():
     table = md_table("| task | a (k10) |\n|---|---|\n| svamp | 50.0 [40.0, 60.0] |\n")
     assert table.header == ["task", "a (k10)"] and table.rows == [["svamp", "50.0 [40.0, 60.0]"]]
     assert "<td>50.0 [40.0, 60.0]</td>" in to_html([table], "t")
+
+
+# ---------------------------------------------------------------- deviations and measured tools (issue 13)
+def _pipeline_report(tmp_path, monkeypatch, **settings):
+    from toolformer_kit import pipeline, report
+
+    for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
+        monkeypatch.setattr(report, name, lambda *a: [])
+    cfg = pipeline.PipelineConfig(out=str(tmp_path), **settings)
+    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0})
+    return md.read_text(encoding="utf-8")
+
+
+def test_report_states_a_different_sampler_as_a_deviation_before_the_settings(tmp_path, monkeypatch):
+    text = _pipeline_report(tmp_path, monkeypatch, model="smollm2-135m", sampler_model="qwen2.5-coder-0.5b")
+    assert text.index("## Deviations from the paper") < text.index("## Settings")
+    line = next(ln for ln in text.splitlines() if "sampled by" in ln)
+    assert "qwen2.5-coder-0.5b" in line and "smollm2-135m" in line and "one model M" in line
+    for same in ("smollm2-135m", ""):
+        assert "Deviations" not in _pipeline_report(tmp_path, monkeypatch, sampler_model=same)
+
+
+def test_report_says_which_tool_each_task_exercises(tmp_path, monkeypatch):
+    text = _pipeline_report(tmp_path, monkeypatch, tasks=["svamp", "dateset", "webquestions"],
+                            tools=["Calculator", "WikiSearch", "Calendar", "MT"])
+    assert "| svamp | Calculator | yes |" in text and "| dateset | Calendar | yes |" in text
+    assert "| webquestions | WikiSearch | yes |" in text
+    assert "Annotated but measured by no task here: MT." in text
+
+
+def test_a_tasks_own_exercises_field_wins_over_the_fallback(monkeypatch):
+    from toolformer_kit.eval.tasks import get_task
+    from toolformer_kit.report import exercised
+
+    monkeypatch.setattr(get_task("wikitext2"), "exercises", "WikiSearch", raising=False)
+    assert exercised("wikitext2") == "WikiSearch" and exercised("webquestions") == "WikiSearch"

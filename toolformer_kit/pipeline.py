@@ -15,9 +15,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
+
+from .config import ConfigError
 
 log = logging.getLogger(__name__)
+
+DEV_SOURCES = ("corpus", "wiki")
+CC_DATA = ("annotated", "cstar")
 
 
 def _f(default, help_text: str):
@@ -39,13 +44,27 @@ class PipelineConfig:
     train_batch: int = _f(8, "effective batch (sequences per step)")
     learning_rate: float = _f(3e-4, "LoRA learning rate")
     max_length: int = _f(192, "training sequence length")
-    dev_docs: int = _f(60, "held-out Wikipedia summaries for dev perplexity")
-    tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset"], "evaluation tasks")
+    dev_docs: int = _f(60, "held-out documents for dev perplexity, which chooses each run's checkpoint")
+    dev_source: str = _f("corpus", "dev texts: 'corpus' = documents of the embedded corpus's own sources "
+                                   "that were never annotated (the paper's held-out documents); 'wiki' = "
+                                   "Wikipedia summaries only (the old default)")
+    cc_data: str = _f("annotated", "+CC trains on: 'annotated' = every annotated text, calls or not (the "
+                                   "paper's subset C); 'cstar' = only the texts of C*, calls removed (the "
+                                   "old default)")
+    tasks: list[str] = _f(["svamp", "asdiv", "mawps", "dateset", "webquestions"],
+                          "evaluation tasks (the default has one or more per annotated tool; MT has no "
+                          "task here because MLQA is not available offline)")
     eval_limit: int = _f(30, "examples per task")
     data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
                                          "../shared/data/benchmarks next to the repository)")
     seed: int = _f(0, "seed for every stage")
     threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("dev_source", DEV_SOURCES), ("cc_data", CC_DATA)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"--{name.replace('_', '-')} must be one of {', '.join(allowed)}, "
+                                  f"not {getattr(self, name)!r}")
 
 
 def _done(path: Path) -> bool:
@@ -82,7 +101,7 @@ def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
 
 
 def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
-    """Wikipedia summaries that training did not see, for dev perplexity. ``exclude`` holds the
+    """Wikipedia summaries that training did not see (``--dev-source wiki``). ``exclude`` holds the
     texts trained on, which are *windows* of long summaries, so a summary containing one is out."""
     from .annotate.sources import _load_wiki
 
@@ -92,15 +111,77 @@ def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
     return random.Random(seed + 7919).sample(pool, min(n, len(pool)))
 
 
+def subject(doc_id: str) -> str:
+    """What a default-corpus document is about: its article title for ``wiki`` and ``mt`` (an ``mt``
+    document reuses the English summary's sentences), else its id; a window suffix is dropped.
+
+    >>> subject("wiki:Asterix#1"), subject("mt:fr:Asterix"), subject("gsm8k:715")
+    ('title:Asterix', 'title:Asterix', 'gsm8k:715')
+    """
+    head, _, tail = doc_id.rpartition("#")
+    base = head if head and tail.isdigit() else doc_id
+    source, _, rest = base.partition(":")
+    if source == "wiki":
+        return "title:" + rest
+    if source == "mt":
+        return "title:" + rest.partition(":")[2]
+    return base
+
+
+def _long_sentences(text: str) -> set[str]:
+    from .annotate.sources import _sentences
+
+    return {s for s in _sentences(text) if len(s) >= 40}
+
+
+def heldout_documents(seen_ids: Iterable[str], seen_texts: Iterable[str], n: int,
+                      seed: int) -> list[tuple[str, str]]:
+    """(id, text) of ``n`` documents drawn from the default corpus's own sources, in turn, that the
+    annotation never saw: the paper's dev set is held-out documents of the training distribution,
+    so checkpoint choice must not favour one source or reward memorising the training texts.
+    A document is seen when its :func:`subject` was annotated or one of its long sentences occurs
+    in an annotated text (windows and ids of another form are caught this way too)."""
+    from .annotate.sources import SOURCES
+
+    seen = {subject(i) for i in seen_ids}
+    sentences = set().union(*map(_long_sentences, seen_texts))
+    per = -(-n // len(SOURCES))
+    groups = []
+    for name, make in SOURCES.items():
+        pool = make(3 * per + len(seen), random.Random(f"{seed}:heldout:{name}"))
+        groups.append([(d.doc_id, d.text) for d in pool
+                       if subject(d.doc_id) not in seen and not sentences & _long_sentences(d.text)][:per])
+    mixed = [d for turn in zip(*[g + [None] * (per - len(g)) for g in groups]) for d in turn if d]
+    return mixed[:n]
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+
+
 def stage_dev(cfg: PipelineConfig, out: Path, annotated: Path) -> Path:
     path = out / "dev.jsonl"
     if not _done(path):
-        seen = {json.loads(line).get("original", "") for line in (annotated / "corpus.jsonl").open(encoding="utf-8")}
-        rows = [{"id": f"dev-{i}", "text": t} for i, t in enumerate(heldout_texts(seen, cfg.dev_docs, cfg.seed))]
+        docs = _read_jsonl(annotated / "documents.jsonl")
+        if cfg.dev_source == "wiki":
+            texts = heldout_texts({d["text"] for d in docs}, cfg.dev_docs, cfg.seed)
+            rows = [{"id": f"dev-{i}", "text": t} for i, t in enumerate(texts)]
+        else:
+            picked = heldout_documents([d["id"] for d in docs], [d["text"] for d in docs], cfg.dev_docs,
+                                       cfg.seed)
+            rows = [{"id": i, "text": t} for i, t in picked]
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         tmp.replace(path)
     return path
+
+
+def training_data(cfg: PipelineConfig, annotated: Path) -> dict[str, Path]:
+    """The file each run trains on: C* for the tool run; for +CC, by default every annotated text,
+    because the paper's +CC baseline is the model fine-tuned on the same subset C that was
+    annotated, not only on the texts that kept a call."""
+    cc = annotated / ("documents.jsonl" if cfg.cc_data == "annotated" else "corpus.jsonl")
+    return {"tool-trained": annotated / "corpus.jsonl", "+CC": cc}
 
 
 def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> Path:
@@ -136,21 +217,32 @@ def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict,
     from . import report
     from .config import to_dict
 
-    blocks = [report.Block("h2", "Settings"),
+    settings = to_dict(cfg)
+    blocks = report.deviation_blocks(settings) + [report.Block("h2", "Settings"),
               report.Block("table", header=("setting", "value"),
-                           rows=[(k, v) for k, v in to_dict(cfg).items()]),
+                           rows=[(k, v) for k, v in settings.items()]),
               report.Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
     blocks += report.annotation_blocks(annotated)
     blocks += report.training_blocks(trained)
+    blocks += report.task_tool_blocks(cfg.tasks, cfg.tools)
     blocks += report.eval_blocks(evaluated)
     return report.write(out / "report", blocks)
 
 
 def check_inputs(cfg: PipelineConfig) -> None:
-    """Fail before the long stages, not after them, when the evaluation data cannot be found."""
+    """Fail before the long stages, not after them, when a task is unknown or its data cannot be
+    read: each task's examples are loaded once here (seconds), so a missing file is found now."""
     from .commands.eval import EvalConfig, resolve_data_dir
+    from .eval.tasks import get_task
 
-    resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    data_dir = resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    for name in cfg.tasks:
+        try:
+            get_task(name).load(data_dir)
+        except KeyError as exc:
+            raise ConfigError(f"--tasks: {exc}") from None
+        except FileNotFoundError as exc:
+            raise ConfigError(f"task {name}: {exc}") from None
 
 
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
@@ -174,9 +266,9 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     timed("index", stage_index, cfg)
     annotated = timed("annotate", stage_annotate, cfg, out)
     dev = timed("dev texts", stage_dev, cfg, out, annotated)
-    data = annotated / "corpus.jsonl"
-    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data, dev, False),
-               "+CC": timed("train (+CC)", stage_train, cfg, out, data, dev, True)}
+    data = training_data(cfg, annotated)
+    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data["tool-trained"], dev, False),
+               "+CC": timed("train (+CC)", stage_train, cfg, out, data["+CC"], dev, True)}
     evaluated = timed("evaluate", stage_eval, cfg, out, trained["tool-trained"], trained["+CC"], dev)
     paths = timed("report", stage_report, cfg, out, annotated, trained, evaluated, timings)
     (out / "timings.json").write_text(json.dumps(timings, indent=1))

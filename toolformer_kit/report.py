@@ -88,6 +88,80 @@ def md_table(text: str) -> Block:
     return Block("table", header=split(lines[0]), rows=[split(ln) for ln in lines[2:]]) if lines else Block("p")
 
 
+PAPER_MODEL_NOTE = "the paper samples, scores and fine-tunes with one model M (§2)"
+
+
+def deviations(settings: dict) -> list[str]:
+    """The ways a pipeline run departs from the paper's method, one sentence each, so a reader sees
+    them before any number. ``settings`` is the pipeline's config as a mapping.
+
+    >>> deviations({"model": "smollm2-135m", "sampler_model": "smollm2-135m"})
+    []
+    >>> print(deviations({"model": "smollm2-135m", "sampler_model": "qwen2.5-coder-0.5b"})[0])
+    Calls are sampled by qwen2.5-coder-0.5b but scored and fine-tuned with smollm2-135m; the paper samples, scores and fine-tunes with one model M (§2).
+    """
+    out = []
+    model, sampler = settings.get("model", ""), settings.get("sampler_model", "")
+    if sampler and sampler != model:
+        out.append(f"Calls are sampled by {sampler} but scored and fine-tuned with {model}; {PAPER_MODEL_NOTE}.")
+    if settings.get("cc_data") == "cstar":
+        out.append("+CC is fine-tuned on the texts of C* only (calls removed), not on every annotated text "
+                   "as in the paper.")
+    if settings.get("dev_source") == "wiki":
+        out.append("Dev perplexity uses Wikipedia summaries only, not held-out documents of the annotated "
+                   "corpus's own sources as in the paper.")
+    return out
+
+
+def deviation_blocks(settings: dict) -> list[Block]:
+    lines = deviations(settings)
+    if not lines:
+        return []
+    return [Block("h2", "Deviations from the paper")] + [Block("p", "⚠ " + line) for line in lines]
+
+
+# tools the paper's tasks exercise, for task objects that do not say it themselves
+TASK_TOOLS = {"svamp": "Calculator", "asdiv": "Calculator", "mawps": "Calculator", "dateset": "Calendar",
+              "webquestions": "WikiSearch", "nq": "WikiSearch", "triviaqa": "WikiSearch"}
+TASK_PREFIX_TOOLS = {"mlqa-": "MT", "lama-": "QA"}
+
+
+def exercised(task_name: str) -> str:
+    """The tool a task measures: the task's own ``exercises`` field where it has one, else the
+    paper's reading (maths: Calculator, open QA: WikiSearch, …); "" when there is none.
+
+    >>> exercised("svamp"), exercised("mlqa-de"), exercised("wikitext2")
+    ('Calculator', 'MT', '')
+    """
+    try:
+        from .eval.tasks import get_task
+
+        own = getattr(get_task(task_name), "exercises", "")
+    except KeyError:
+        own = ""
+    if own:
+        return own if isinstance(own, str) else ", ".join(own)
+    name = task_name.lower()
+    return TASK_TOOLS.get(name) or next((t for p, t in TASK_PREFIX_TOOLS.items() if name.startswith(p)), "")
+
+
+def task_tool_blocks(tasks: Sequence[str], annotated_tools: Sequence[str]) -> list[Block]:
+    """Which tool each task measures, and which annotated tools no task measures."""
+    rows = [(t, exercised(t) or "none", "yes" if set(_split(exercised(t))) & set(annotated_tools) else "no")
+            for t in tasks]
+    measured = {tool for t in tasks for tool in _split(exercised(t))}
+    blocks = [Block("h3", "Tasks and the tools they exercise"),
+              Block("table", header=("task", "exercises", "tool annotated in this run"), rows=rows)]
+    missing = [t for t in annotated_tools if t not in measured]
+    if missing:
+        blocks.append(Block("p", f"Annotated but measured by no task here: {', '.join(missing)}."))
+    return blocks
+
+
+def _split(tools: str) -> list[str]:
+    return [t.strip() for t in tools.split(",") if t.strip()]
+
+
 def annotation_blocks(folder: Path, taus: Sequence[float] = (0.5, 1.0, 2.0), examples: int = 8) -> list[Block]:
     summary = json.loads((folder / "summary.json").read_text("utf-8"))
     blocks = [Block("h2", "Annotation (the paper's Table 2 and Table 10)"),
@@ -121,9 +195,10 @@ def training_blocks(runs: dict[str, Path]) -> list[Block]:
         s = json.loads((folder / "train_summary.json").read_text("utf-8"))
         evals = dict(s.get("evaluations") or [])
         best = evals.get(s.get("best_step"))
-        rows.append((label, s["counts"].get("training documents", ""), sum(s.get("tools", {}).values()),
+        rows.append((label, Path((s.get("config") or {}).get("data", "")).name,
+                     s["counts"].get("training documents", ""), sum(s.get("tools", {}).values()),
                      s.get("best_step", ""), _fmt(evals.get(0)), _fmt(best), _fmt(s.get("wall_time_s"), 0)))
-    blocks.append(Block("table", header=("run", "training texts", "calls in data", "best step",
+    blocks.append(Block("table", header=("run", "trained on", "training texts", "calls in data", "best step",
                                          "dev ppl at step 0", "dev ppl (best)", "seconds"), rows=rows))
     for label, folder in runs.items():
         if (folder / "training_curve.png").is_file():

@@ -65,3 +65,12 @@ def test_perplexity_pools_tokens_not_batches(rows):
     result = metrics.perplexity_from_nll(padded)
     assert result["tokens"] == len(flat)
     assert math.isclose(result["perplexity"], math.exp(sum(flat) / len(flat)), rel_tol=1e-5)
+
+
+def test_card_flags_dev_texts_carved_from_the_training_file():
+    from toolformer_kit.train.data import CARVED_DEV
+
+    carved = card.render_card(_summary(counts={"dev source": CARVED_DEV}))
+    assert f"**Dev texts: {CARVED_DEV}.**" in carved and "not held-out documents as in the paper" in carved
+    held = card.render_card(_summary(counts={"dev source": "held-out file dev.jsonl"}))
+    assert "Dev texts: held-out file dev.jsonl." in held and "**Dev texts" not in held

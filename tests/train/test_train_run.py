@@ -160,3 +160,18 @@ def test_cli_merges_a_saved_adapter_into_a_plain_folder(tiny_model, tmp_path):
     assert not (tmp_path / "merged" / "adapter_config.json").exists()
     assert torch.allclose(got, expected, atol=1e-4) and not torch.allclose(got, base, atol=1e-3)
     assert main(["--merge-adapter", str(tmp_path / "nothing"), "--out", str(tmp_path / "m2")]) == 2
+
+
+def test_dev_texts_carved_from_the_data_are_flagged_as_not_the_papers(tiny_model, files, tmp_path, caplog):
+    """Without --dev-data the dev set is a slice of C*, not held-out documents: say so where the
+    run's numbers are read (log, counts in the summary, card)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    with caplog.at_level(logging.WARNING):
+        carved = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "a", dev_data=None), tok)
+    assert carved["counts"]["dev documents"] == 1
+    assert carved["counts"]["dev source"].startswith("carved out of --data")
+    assert "not held-out documents as in the paper" in caplog.text and "--dev-data" in caplog.text
+    held = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "b"), tok)
+    assert held["counts"]["dev source"] == "held-out file dev.jsonl"

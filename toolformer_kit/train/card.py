@@ -85,11 +85,21 @@ def render_card(summary: dict[str, Any]) -> str:
         "## Hyper-parameters", "", _table(["setting", "value"], list((summary.get("hyperparameters") or {}).items())), "",
         "## Dev perplexity", "",
         "Token-level perplexity on held-out plain texts (no calls); step 0 is the model before training.", "",
+        *_dev_note(summary),
         _table(["step", "perplexity"], eval_rows) if eval_rows else "No evaluation was run.", "",
         f"Kept checkpoint: step {best}." if best is not None else "", "",
         f"Wall time: {summary.get('wall_time_s', 0):.0f} s.", "",
         f"![training loss and dev perplexity]({PLOT_NAME})", "",
     ])
+
+
+def _dev_note(summary: dict[str, Any]) -> list[str]:
+    """Where the dev texts came from; a slice of the training file is flagged, since it is not
+    the paper's dev set (held-out documents) and checkpoint choice rests on it."""
+    source = (summary.get("counts") or {}).get("dev source", "")
+    if not source:
+        return []
+    return [f"**Dev texts: {source}.**" if source.startswith("carved") else f"Dev texts: {source}.", ""]
 
 
 def write_card(folder: str | Path, summary: dict[str, Any], log_history: Sequence[dict]) -> None:

@@ -30,7 +30,9 @@ class TrainConfig:
     plain_baseline: bool = field(default=False, metadata=_h(
         "the '+CC' baseline: train on the same texts with every call removed (also --cc)"))
     dev_data: Optional[str] = field(default=None, metadata=_h(
-        "plain dev texts (JSONL with 'text', or a JSON list/dict of texts); default: hold out part of --data"))
+        "plain dev texts (JSONL with 'text', or a JSON list/dict of texts), ideally held-out documents "
+        "of the corpus that was annotated, as in the paper; default: carve --dev-fraction out of --data "
+        "(flagged in the log, summary and card as not the paper's dev set)"))
     dev_docs: int = field(default=1000, metadata=_h("dev documents for perplexity (the paper used 1,000)"))
     dev_fraction: float = field(default=0.1, metadata=_h(
         "when --dev-data is not given, hold out at most this share of --data as dev texts (calls removed)"))

@@ -119,11 +119,15 @@ def tool_counts(texts: Iterable[str]) -> Counter:
     return Counter(p.call.tool for text in texts for p in find_calls(text))
 
 
+CARVED_DEV = "carved out of --data (calls removed), not held-out documents as in the paper"
+
+
 def split_dev(texts: Sequence[str], dev_docs: int, fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """Hold out up to ``min(dev_docs, fraction * n)`` texts, chosen by seed, the same for every run.
 
     The +CC and tool runs on one C* file thus share their dev texts, which makes their
-    perplexities comparable.
+    perplexities comparable. These are not the paper's dev set (held-out documents never
+    annotated): the run's summary and card say so (:data:`CARVED_DEV`).
 
     >>> train, dev = split_dev([f"t{i}" for i in range(10)], 1000, 0.2, seed=0)
     >>> len(train), len(dev), sorted(train + dev) == sorted(f"t{i}" for i in range(10))

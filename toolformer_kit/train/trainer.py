@@ -195,8 +195,13 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
                     "not a Toolformer run", cfg.data)
     if cfg.dev_data:
         train_texts, dev_texts = texts, data.sample_texts(data.read_texts(cfg.dev_data), cfg.dev_docs, cfg.seed)
+        dev_source = f"held-out file {Path(cfg.dev_data).name}"
     else:
         train_texts, dev_texts = data.split_dev(texts, cfg.dev_docs, cfg.dev_fraction, cfg.seed)
+        dev_source = data.CARVED_DEV
+        if dev_texts:
+            log.warning("dev texts: %d texts carved out of %s (calls removed), not held-out documents as in "
+                        "the paper; give --dev-data FILE for those", len(dev_texts), cfg.data)
     if not dev_texts:
         log.warning("no dev texts (give --dev-data or a larger --dev-fraction): no perplexity, last step kept")
     train_tools = data.tool_counts(train_texts)
@@ -210,7 +215,7 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
     counts = {"C* documents": len(texts), "training documents": len(train_texts),
               "training documents with calls": 0 if cfg.plain_baseline else with_calls,
               "training sequences": len(train), "training tokens": train.n_tokens,
-              "dev documents": len(dev_texts), "dev tokens": dev.n_tokens}
+              "dev documents": len(dev_texts), "dev tokens": dev.n_tokens, "dev source": dev_source}
     return {"train": train, "dev": dev, "counts": counts,
             "tools": {} if cfg.plain_baseline else dict(train_tools), "removed_calls": dict(train_tools)}
 
