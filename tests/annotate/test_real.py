@@ -63,3 +63,20 @@ def test_sigkill_then_resume_gives_the_uninterrupted_output(tmp_path):
     for name in ("corpus.jsonl", "candidates.jsonl", "shards/shard-00001.jsonl", "shards/shard-00002.jsonl"):
         assert (b / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
     assert (b / "corpus.jsonl").read_text().strip()  # C* is not trivially empty
+    _check_c_star(b)
+
+
+def _check_c_star(run):
+    """Issue 13.1 on a real run: calls only at whitespace before a word, one per offset, and the
+    text without its calls is the original byte for byte."""
+    from toolformer_kit.calls import strip_calls
+
+    for line in (run / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        assert strip_calls(rec["text"]) == rec["original"]
+        offsets = [c["char_offset"] for c in rec["calls"]]
+        assert len(offsets) == len(set(offsets))
+        assert all(o > 0 and rec["original"][o].isspace() for o in offsets)
+    for line in (run / "candidates.jsonl").read_text(encoding="utf-8").splitlines():
+        c = json.loads(line)
+        assert c["char_offset"] > 0
