@@ -146,13 +146,15 @@ def resolve_dtype(name: str | None, device: str = "cpu", bf16_cpu: bool | None =
     ('float32', 'float32')
     >>> resolve_dtype("fp16")
     Traceback (most recent call last):
-    ValueError: unknown dtype 'fp16': use --dtype auto, fp32 or bf16
+    toolformer_kit.config.ConfigError: unknown dtype 'fp16': use --dtype auto, fp32 or bf16
     """
     key = (name or "").strip().lower()
     if key in DTYPE_NAMES:
         return DTYPE_NAMES[key]
     if key not in ("", "auto"):
-        raise ValueError(f"unknown dtype {name!r}: use --dtype auto, fp32 or bf16")
+        from .config import ConfigError
+
+        raise ConfigError(f"unknown dtype {name!r}: use --dtype auto, fp32 or bf16")
     on_gpu = str(device).startswith("cuda")
     if on_gpu or key == "":
         return "bfloat16" if on_gpu else "float32"
