@@ -2,11 +2,14 @@
 
 Run: ``python benchmarks/bench_annotate.py [--docs 6 --tool Calculator]`` (k, m, τs default to the
 tool's own settings, the paper's: 20, 10, 0 for the Calculator), or
-``--from-run OUT`` to compare the filter on the candidates an annotate run wrote to ``OUT``.
+``--from-run OUT`` to compare the filter on the candidates an annotate run wrote to ``OUT``, or
+``--dtypes fp32,bf16`` for documents/hour/tool in each dtype side by side in one run (documents
+alternate between the dtypes) and the bf16 scorer's |ΔL| and decision flips on fp32's candidates.
 
 What it reports, on the same documents in the same process:
 
-* the machine's fp32 matmul rate (median of 2048×2048 products through torch), the roofline;
+* the machine's fp32 and bf16 matmul rates (median of 2048×2048 products through torch), the
+  rooflines (bf16 is the one to reach on a CPU with hardware bf16; without it bf16 is emulated);
 * per stage (positions, sampling, execution, scoring): seconds, tokens/s, candidates/s, and the
   share of the roofline spent on *useful* FLOPs — 2 × (non-embedding parameters) per token run
   through the transformer body plus 2 × vocabulary × hidden per output-head row actually needed
@@ -25,7 +28,7 @@ import os
 import sys
 import time
 
-from bench_models import matmul_gflops  # the same roofline measure as the model benchmark
+from bench_models import rooflines  # the same roofline measure as the model benchmark
 
 
 def flop_model(lm) -> tuple[float, float]:
@@ -38,13 +41,17 @@ def flop_model(lm) -> tuple[float, float]:
     return 2.0 * body, 2.0 * head.numel()
 
 
-def run_stages(args, lm, sampler, tool, docs):
+def _bench_config(args):
     from toolformer_kit.annotate.config import AnnotateConfig
+
+    return AnnotateConfig(k=args.k, m=args.m, tau_s=args.tau_s, max_new_tokens=args.max_new_tokens,
+                          seed=args.seed, prefilter=False)
+
+
+def run_stages(args, lm, sampler, tool, docs):
     from toolformer_kit.annotate.stages import ShardAnnotator
 
-    cfg = AnnotateConfig(k=args.k, m=args.m, tau_s=args.tau_s, max_new_tokens=args.max_new_tokens,
-                         seed=args.seed, prefilter=False)
-    annot = ShardAnnotator(cfg, lm, [tool], sampler)
+    annot = ShardAnnotator(_bench_config(args), lm, [tool], sampler)
     t0 = time.perf_counter()
     cands, stats = annot.run(docs)
     return annot, cands, stats, time.perf_counter() - t0
@@ -207,6 +214,60 @@ def engine_table(args, docs, tool) -> dict:
     return {"corpus_documents": len(docs), "tool": tool.name, "rows": rows}
 
 
+def dtype_table(args, docs, tool) -> dict:
+    """Annotate the same documents once per dtype, alternating document by document (first dtype
+    first on even documents, last on odd ones) so that load on this shared machine hits all alike;
+    then re-score the first dtype's candidates with every other dtype's scorer: |ΔL| and flips."""
+    from collections import Counter
+
+    from toolformer_kit.annotate.stages import ShardAnnotator
+    from toolformer_kit.lm import load_lm
+
+    dtypes = args.dtypes.split(",")
+    lms = {d: load_lm(args.model, device="cpu", dtype=d) for d in dtypes}
+    samplers = {d: load_lm(args.sampler_model, device="cpu", dtype=d) if args.sampler_model else lms[d]
+                for d in dtypes}
+    annots = {d: ShardAnnotator(_bench_config(args), lms[d], [tool], samplers[d]) for d in dtypes}
+    wall, stages, cands = Counter(), {d: Counter() for d in dtypes}, {d: [] for d in dtypes}
+    for n, doc in enumerate(docs):
+        for d in (dtypes if n % 2 == 0 else dtypes[::-1]):
+            t0 = time.perf_counter()
+            found, stats = annots[d].run([doc])
+            wall[d] += time.perf_counter() - t0
+            stages[d].update(stats.seconds)
+            cands[d] += found
+    rows = [{"dtype": d, "seconds": round(wall[d], 1), "docs_per_hour_per_tool": round(3600 * len(docs) / wall[d], 1),
+             "vs_first": round(wall[dtypes[0]] / wall[d], 2), "candidates": len(cands[d]),
+             "scored": sum(c.score is not None for c in cands[d]), "kept": sum(bool(c.kept) for c in cands[d]),
+             **{f"{k}_s": round(v, 1) for k, v in stages[d].items()}} for d in dtypes]
+    agree = {d: rescored_agreement(lms[d], docs, cands[dtypes[0]], args.margin) for d in dtypes[1:]}
+    return {"rows": rows, "scorer_agreement_vs_" + dtypes[0]: agree}
+
+
+def rescored_agreement(lm, docs, ref_cands, margin: float) -> dict:
+    """Score ``ref_cands`` (already scored) again with ``lm``: |ΔL| quantiles over the three losses
+    and kept/rejected flips at τf 0.5/1/2, counting those whose first score is > margin from τf."""
+    import copy
+
+    import numpy as np
+
+    from toolformer_kit.annotate.filter import BatchedScorer, decision_flips, score_candidates
+    from toolformer_kit.annotate.positions import LEAD
+
+    ref = [c for c in ref_cands if c.score is not None]
+    new = copy.deepcopy(ref)
+    ids = {d.doc_id: n for n, d in enumerate(docs)}
+    tokens = [lm.encode(LEAD + d.text) for d in docs]
+    score_candidates(BatchedScorer(lm), tokens, [ids[c.doc_id] for c in new], new, {c.tool: 1.0 for c in new})
+    delta = np.abs([x - y for a, b in zip(ref, new) for x, y in zip((a.L_eps, a.L_call_noresult, a.L_plus),
+                                                                    (b.L_eps, b.L_call_noresult, b.L_plus))])
+    flips = {str(t): decision_flips([c.score for c in ref], [c.score for c in new], t, margin) for t in (0.5, 1.0, 2.0)}
+    q = (lambda x: round(float(np.quantile(delta, x)), 4)) if len(delta) else (lambda x: None)
+    return {"candidates": len(ref), "abs_dL_median": q(0.5), "abs_dL_p90": q(0.9), "abs_dL_p99": q(0.99),
+            "abs_dL_max": q(1.0), "margin": margin,
+            "flips_and_outside_margin_at_tau_f": flips}
+
+
 def agreement(ref, cands) -> dict:
     """Whether a run proposed the same calls and made the same decisions as the first one, and
     how far its losses are (engines with other thread counts differ in float round-off only)."""
@@ -237,24 +298,36 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=24)
     p.add_argument("--naive-limit", type=int, default=400, help="candidates compared against the naive reference")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--matmul-n", type=int, default=2048, help="roofline matmul size (smaller where bf16 is emulated)")
     p.add_argument("--json", default="", help="also write the report here")
     p.add_argument("--engines", action="store_true", help="instead: run `annotate` with every engine/backend "
                                                             "installed (local, ray, vllm) on the same corpus")
     p.add_argument("--from-run", default="", help="compare the filter on the candidates of this annotate output "
                                                    "folder instead of running the stages")
+    p.add_argument("--dtypes", default="", help="instead: annotate in each of these dtypes (e.g. fp32,bf16), "
+                                                 "side by side, documents/hour/tool and scorer agreement")
+    p.add_argument("--margin", type=float, default=0.15, help="--dtypes: a decision may flip within this of τf")
     args = p.parse_args(argv)
 
     import torch
 
     from toolformer_kit.annotate.sources import SOURCES
     from toolformer_kit.annotate.stages import settings_for
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm import load_lm, native_bf16
     from toolformer_kit.tools import get_tool
     import random
 
-    roof = matmul_gflops()
+    roofs = rooflines(args.matmul_n)
+    roof = roofs["fp32"]
     machine = {"torch_threads": torch.get_num_threads(), "fp32_matmul_gflops": round(roof, 1),
+               "bf16_matmul_gflops": round(roofs["bf16"], 1), "hardware_bf16": native_bf16(),
                "load_average": os.getloadavg()}
+    if args.dtypes:
+        tool = get_tool(args.tool)
+        docs = SOURCES[_source(args.tool)](args.docs, random.Random(f"bench:{args.seed}"))
+        report = {"machine": machine, "by_dtype": dtype_table(args, docs, tool)}
+        print_table(report["by_dtype"]["rows"])
+        return _emit(report, args.json)
     lm = load_lm(args.model, device="cpu")
     if args.from_run:
         docs, cands, cfg = load_run(args.from_run, lm)
@@ -263,8 +336,7 @@ def main(argv=None) -> int:
         return _emit(report, args.json)
     sampler = load_lm(args.sampler_model, device="cpu") if args.sampler_model else lm
     tool = get_tool(args.tool)
-    source = "gsm8k" if args.tool == "Calculator" else ("changelog" if args.tool == "Calendar" else "wiki")
-    docs = SOURCES[source](args.docs, random.Random(f"bench:{args.seed}"))
+    docs = SOURCES[_source(args.tool)](args.docs, random.Random(f"bench:{args.seed}"))
     if args.engines:
         report = {"machine": machine, "throughput": engine_table(args, docs, tool)}
         print_table(report["throughput"]["rows"])
@@ -274,12 +346,24 @@ def main(argv=None) -> int:
         "machine": machine,
         "setup": {"model": args.model, "sampler": args.sampler_model or args.model, "tool": args.tool,
                   "documents": len(docs), **vars(settings_for(tool, annot.cfg))},
-        "stages": stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof),
+        "stages": _both_roofs(stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof), roofs),
         "candidates": len(cands), "scored": sum(c.score is not None for c in cands),
         "pipeline_seconds": round(wall, 2),
         "filter_vs_naive": compare_filter(lm, docs, cands, args.naive_limit),
     }
     return _emit(report, args.json)
+
+
+def _both_roofs(stages: dict, roofs: dict) -> dict:
+    """Add each stage's share of the bf16 roofline next to the fp32 one."""
+    for row in stages.values():
+        if "useful_gflops" in row:
+            row["roofline_share_bf16"] = round(row["useful_gflops"] / roofs["bf16"], 3)
+    return stages
+
+
+def _source(tool: str) -> str:
+    return "gsm8k" if tool == "Calculator" else ("changelog" if tool == "Calendar" else "wiki")
 
 
 def _emit(report: dict, path: str) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, cut_at_stop,
-                 encode_with_offsets, leading_special_ids, stop_ids)
+                 encode_with_offsets, leading_special_ids, resolve_dtype, stop_ids)
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class HFLanguageModel:
 
         path = resolve_model(model, cache)
         dev = _pick_device(device)
-        torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+        torch_dtype = getattr(torch, resolve_dtype(dtype, dev.type))
         try:
             tok = AutoTokenizer.from_pretrained(path)
             lm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
@@ -108,6 +108,8 @@ class HFLanguageModel:
         return getattr(self.model, self.model.base_model_prefix)
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits as fp32 whatever the model's dtype, so log-softmax and log-probs are fp32 (an fp32
+        head matmul for a bf16 body was tried: |ΔL| vs fp32 max 0.050 against 0.051, so not kept)."""
         logits = self.model.get_output_embeddings()(hidden).float()
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         if cap:

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, encode_with_offsets,
-                 leading_special_ids, stop_ids)
+                 leading_special_ids, resolve_dtype, stop_ids)
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,9 @@ class VLLMLanguageModel:
         if "gpu_memory_utilization" not in engine_kwargs and not _has_cuda():
             # On the CPU build this fraction reserves host RAM; the default 0.92 rarely fits.
             engine_kwargs["gpu_memory_utilization"] = 0.25
-        engine = vllm.LLM(model=path, tokenizer=path, dtype=dtype or "auto", max_model_len=max_model_len,
+        # --dtype auto|fp32|bf16 as the transformers backend reads it; no flag leaves it to vLLM
+        dtype = "auto" if dtype is None else resolve_dtype(dtype, "cuda" if _has_cuda() else "cpu")
+        engine = vllm.LLM(model=path, tokenizer=path, dtype=dtype, max_model_len=max_model_len,
                           enable_prefix_caching=True, logprobs_mode="raw_logprobs", max_logprobs=-1,
                           seed=0, **engine_kwargs)
         return cls(engine, AutoTokenizer.from_pretrained(path), name=model, generation_eos=_generation_eos(path),

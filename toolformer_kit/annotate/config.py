@@ -53,6 +53,8 @@ class AnnotateConfig:
     tool_timeout: float = _f(10.0, "seconds before a tool call counts as failed")
     tool_cache: str = _f("", "tool result cache file (default: <out>/tool-cache.sqlite)")
     device: str = _f("", "torch device (default: cuda if available, else cpu)")
+    dtype: str = _f("auto", "compute dtype of both models: auto (bf16 on a GPU or a CPU with hardware bf16, "
+                    "else fp32), fp32 or bf16")
     parquet: bool = _f(False, "also write C* as corpus.parquet (needs pyarrow)")
     overwrite: bool = _f(False, "discard an existing run in --out instead of resuming it")
     progress: bool = _f(True, "show progress bars")

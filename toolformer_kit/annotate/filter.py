@@ -73,6 +73,23 @@ def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: fl
     return l_minus, score, bool(score >= tau_f)
 
 
+def decision_flips(ref_scores: Sequence[float], new_scores: Sequence[float], tau_f: float,
+                   margin: float) -> tuple[int, int]:
+    """(kept/rejected decisions that differ, those of them outside the margin) between two scorings
+    of the same candidates, e.g. fp32 and bf16. A flip counts as *inside* the margin when the
+    reference score lies within ``margin`` of τf: round-off of that size may decide either way.
+
+    >>> decision_flips([0.95, 1.2, 3.0, 0.1], [1.05, 0.9, 3.1, 0.2], tau_f=1.0, margin=0.1)
+    (2, 1)
+    """
+    flips = outside = 0
+    for a, b in zip(ref_scores, new_scores, strict=True):
+        if (a >= tau_f) != (b >= tau_f):
+            flips += 1
+            outside += abs(a - tau_f) > margin
+    return flips, outside
+
+
 @dataclass(frozen=True)
 class Request:
     """Score prefix ``prefix`` (token ids of z) before document ``doc`` at ``positions``."""

@@ -86,10 +86,11 @@ class Runner:
 
     # ------------------------------------------------------------ setup
     def _models(self):
-        from ..lm import load_lm
+        from ..lm import load_lm, resolve_dtype
 
+        resolve_dtype(self.cfg.dtype)  # a bad --dtype fails here, before any model loads
         kw = {"device": self.cfg.device} if self.cfg.device else {}
-        kw["backend"] = self.cfg.backend
+        kw.update(backend=self.cfg.backend, dtype=self.cfg.dtype)
         if self._lm is None:
             self._lm = load_lm(self.cfg.model, **kw)
         if self._sampler is None:

@@ -57,6 +57,8 @@ class EvalConfig:
     ppl_stride: int = field(default=512, metadata={"help": "tokens scored per perplexity window"})
     device: Optional[str] = field(default=None, metadata={"help": "torch device (default: cuda if available)"})
     backend: str = field(default="hf", metadata={"help": "LM backend: hf (transformers) or vllm"})
+    dtype: str = field(default="auto", metadata={
+        "help": "compute dtype: auto (bf16 on a GPU or a CPU with hardware bf16, else fp32), fp32 or bf16"})
     threads: Optional[int] = field(default=None, metadata={
         "help": "torch CPU threads (default: torch's choice; 1 is far faster when other jobs share the cores)"})
     plots: bool = field(default=True, metadata={"help": "write PNG plots (needs matplotlib)"})
@@ -162,9 +164,10 @@ def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, dat
         import torch
 
         torch.set_num_threads(cfg.threads)
-    lm = load_lm(model, backend=cfg.backend, device=cfg.device)
+    lm = load_lm(model, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype)
     # Recorded only off the default, so folders written before the flag existed still resume.
-    info = {"model": model} | ({"backend": cfg.backend} if cfg.backend != "hf" else {})
+    info = {"model": model} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
+        | ({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})
     evaluate(label, decoder_generate(lm, cfg.batch_size), tasks, settings, data_dir, cfg.out, tools=tools,
              limit=cfg.limit, batch_size=cfg.batch_size, seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
     texts = [(t.name, subset(t.load(data_dir), cfg.limit)) for t in tasks if t.kind == "perplexity"]

@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompts", nargs="+", metavar="PROMPT", help="one or more prompts (decoded as a batch)")
     parser.add_argument("--model", default="smollm2-135m", help="embedded name, HF folder (e.g. a fine-tuned DIR)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
+                        help="compute dtype: auto = bf16 on a GPU or a CPU with hardware bf16, else fp32")
     parser.add_argument("--backend", default="hf", choices=["hf", "vllm"],
                         help="LM backend: hf (transformers) or vllm (default: hf)")
     parser.add_argument("--tools", default=None,
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     tools = {name: get_tool(name) for name in args.tools.split(",") if name.strip()} if args.tools else None
     prompts = ([demo_prompt(get_tool(args.demos), p, args.rewrite) for p in args.prompts]
                if args.demos else list(args.prompts))
-    lm = load_lm(args.model, backend=args.backend, device=args.device)
+    lm = load_lm(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
     decoder = make_decoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
     results = decoder.generate(prompts, cfg)
