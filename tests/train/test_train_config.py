@@ -54,7 +54,9 @@ def test_missing_data_and_out_are_named():
 
 
 def test_bf16_only_by_default_on_gpu():
-    assert TrainConfig().resolved_bf16(on_gpu=False) is False
+    # auto: bf16 on a GPU, fp32 on a CPU without hardware bf16 (emulated bf16 is slower there)
+    assert TrainConfig().resolved_bf16(on_gpu=False, bf16_cpu=False) is False
+    assert TrainConfig().resolved_bf16(on_gpu=False, bf16_cpu=True) is True
     assert TrainConfig().resolved_bf16(on_gpu=True) is True
     assert TrainConfig(bf16=False).resolved_bf16(on_gpu=True) is False
 
