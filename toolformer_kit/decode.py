@@ -8,7 +8,13 @@ This is how a Toolformer model is used (the paper's §4): decode as usual, but
 * when the model has written ``Tool(input) ->``, **pause**, run the tool and feed `` result]``
   as forced tokens, then continue. The KV cache is kept: only inserted tokens are encoded;
 * allow at most ``max_calls`` calls per input (1 in the paper) by masking " [" afterwards;
-  ``disabled`` masks it from the start (the paper's "Toolformer (disabled)" baseline).
+  ``disabled`` masks it from the start (the paper's "Toolformer (disabled)" baseline);
+* once " [" is open, **only the names of the allowed tools can be written**: the tokens that
+  would name another tool are masked until the call's ``(``. A task that disables a tool
+  (WikiSearch on LAMA) thus never spends its one call on an empty result, and with no tool
+  allowed " [" is never opened;
+* ``max_answer_tokens`` limits what the model writes *outside* calls, so inserting a call and
+  its result (WikiSearch's run to 50-100 tokens) never shortens the answer.
 
 Prompts are decoded in batches, left-padded, each row with its own call state and queue of
 forced tokens (nanochat's engine works the same way); every row feeds exactly one token per
@@ -21,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import weakref
 from collections import Counter
 from typing import Mapping, Optional, Sequence
 
@@ -29,7 +36,7 @@ from tqdm.auto import tqdm
 
 from .calls import ToolCall
 from .decode_config import CallRecord, DecodeConfig, DecodeResult
-from .decode_state import RowRules, RowState, opens_call
+from .decode_state import RowRules, RowState, name_tokens, opens_call
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +47,26 @@ def _row_generator(seed: int, prompt_ids: Sequence[int]) -> torch.Generator:
     """Seeded by (seed, prompt) so a row's samples do not depend on what else is in the batch."""
     digest = hashlib.sha256(f"{seed}|{','.join(map(str, prompt_ids))}".encode()).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") & ((1 << 63) - 1))
+
+
+_PIECES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def vocab_pieces(lm) -> list[str]:
+    """Each token's text, for the tool-name mask; computed once per model (a 150k vocabulary
+    takes a second or two), as decoders are rebuilt per tool set (DATESET: per example)."""
+    try:
+        return _PIECES[lm]
+    except (KeyError, TypeError):
+        pass
+    tok = lm.tokenizer
+    ids = [[t] for t in range(len(tok))]
+    pieces = tok.batch_decode(ids) if hasattr(tok, "batch_decode") else [lm.decode(i) for i in ids]
+    try:
+        _PIECES[lm] = pieces
+    except TypeError:  # not weak-referenceable: recomputed per decoder
+        pass
+    return pieces
 
 
 def _left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,6 +103,7 @@ class ToolAwareDecoder:
         if not lm.call_open_ids:
             raise ValueError("the tokenizer encodes the call-open text ' [' as no tokens; it cannot open calls")
         self._counters: Counter = Counter()
+        self._name_cache: dict[tuple, list[int]] = {}
 
     @property
     def counters(self) -> dict:
@@ -121,7 +149,23 @@ class ToolAwareDecoder:
         return RowRules(encode=self.lm.encode, decode=self.lm.decode,
                         call_open_ids=tuple(self.lm.call_open_ids), eos_ids=self.eos_ids,
                         stop=tuple(s for s in cfg.stop if s), max_call_tokens=cfg.max_call_tokens,
-                        known=usable.__contains__)
+                        known=usable.__contains__, names=tuple(sorted(usable)))
+
+    def _name_mask(self, row: RowState) -> Optional[list[int]]:
+        """The tokens the row may write next while naming its call's tool; None = no mask."""
+        prefix = row.naming()
+        if prefix is None:
+            return None
+        key = (prefix, row.rules.names)
+        if key not in self._name_cache:
+            self._name_cache[key] = name_tokens(prefix, row.rules.names, vocab_pieces(self.lm))
+        return self._name_cache[key] or None  # nothing fits (cannot happen with a full vocabulary)
+
+    @staticmethod
+    def _spent(row: RowState, cfg: DecodeConfig) -> bool:
+        """The hard cap on all new tokens, or the answer budget on the model's own text."""
+        return len(row.ids) >= cfg.max_new_tokens or (
+            cfg.max_answer_tokens is not None and row.answer_tokens >= cfg.max_answer_tokens)
 
     # ------------------------------------------------------------------ the loop
     @torch.no_grad()
@@ -162,6 +206,12 @@ class ToolAwareDecoder:
         opens = [row.can_open() and opens_call(rank, cfg.k) for row, rank in zip(rows, ranks)]
         logits = logits.clone()
         logits[at_point & ~can_open, co] = float("-inf")  # no calls left (or disabled): probability 0
+        for b, row in enumerate(rows):
+            allowed = self._name_mask(row)
+            if allowed is not None:  # naming a tool: only the allowed tools' names
+                keep = torch.full_like(logits[b], float("-inf"))
+                keep[allowed] = logits[b, allowed]
+                logits[b] = keep
         drawn = self._draw(logits, gens, cfg, [not r.queue and not o for r, o in zip(rows, opens)])
         pending: list[tuple[RowState, ToolCall]] = []
         tokens = []
@@ -175,7 +225,7 @@ class ToolAwareDecoder:
                 token, forced = drawn[b], False
             tokens.append(token)
             call = row.push(token, forced)
-            if len(row.ids) >= cfg.max_new_tokens and not row.done:
+            if self._spent(row, cfg) and not row.done:
                 row.stop_now()
             if call is not None and not row.done:
                 pending.append((row, call))

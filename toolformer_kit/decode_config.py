@@ -30,11 +30,16 @@ class DecodeConfig:
         "help": "a call with no '->' within this many tokens is closed with ']'"})
     allowed_tools: Optional[list[str]] = field(default=None, metadata={
         "help": "comma-separated tools calls may use (default: every tool the decoder has)"})
+    max_answer_tokens: Optional[int] = field(default=None, metadata={
+        "help": "model-written tokens outside calls per prompt; a call and its result do not count "
+                "(default: only max_new_tokens limits)"})
 
     def __post_init__(self):
         if self.k < 0 or self.max_calls < 0 or self.max_new_tokens < 1 or self.max_call_tokens < 1:
             raise ConfigError("decode config: k and max_calls must be >= 0, max_new_tokens and "
                              "max_call_tokens >= 1")
+        if self.max_answer_tokens is not None and self.max_answer_tokens < 1:
+            raise ConfigError(f"decode config: max_answer_tokens must be >= 1 (or unset), got {self.max_answer_tokens}")
         if self.temperature < 0:
             raise ConfigError(f"decode config: temperature must be >= 0 (0 = greedy), got {self.temperature}")
 

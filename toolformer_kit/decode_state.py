@@ -8,6 +8,17 @@ In ``text`` the model writes freely. In ``call`` it writes ``Tool(input`` … un
 ``->``; the decoder then runs the tool and queues `` result]`` as forced tokens (phase ``close``);
 once they are fed, the row is back in ``text`` with one call fewer left.
 
+**Only allowed tools can be named.** Until the call's ``(`` is written, every token that would
+not keep the call text a prefix of ``Name(`` for an allowed tool gets probability 0
+(:func:`name_tokens`). Why: a task that disables a tool (WikiSearch on LAMA) must not lose the
+input's one call to an empty result the model never saw in training; the model's mass moves to
+the tools it may use, as if the disabled one did not exist. Where no tool is allowed, " [" is
+never opened at all. (``unknown_tool`` and ``unparsable`` below are then only guards.)
+
+**The answer budget** (``max_answer_tokens``) counts the tokens the model writes outside calls
+(:attr:`RowState.answer_tokens`), so a long result (WikiSearch's ~50-100 tokens) never eats the
+answer's room; ``max_new_tokens`` stays the hard cap on everything.
+
 Malformed calls never stop decoding. Each one is recorded with a reason, counted, and handled so
 that the text stays readable and the row keeps going:
 
@@ -49,6 +60,20 @@ def opens_call(call_open_rank: int, k: int) -> bool:
     False
     """
     return call_open_rank < k
+
+
+def name_tokens(prefix: str, names: Sequence[str], pieces: Sequence[str]) -> list[int]:
+    """The tokens (indices into ``pieces``, each token's text) that keep a call naming one of
+    ``names``: the call text stays a prefix of ``Name(``, or already starts with it.
+
+    >>> name_tokens("Ca", ["Calculator", "Calendar"], ["l", "lc", "le", "x", "", "lculator(2", " l"])
+    [0, 1, 2, 5]
+    >>> name_tokens("", ["QA"], ["Q", "QA(", "Wiki", "["])
+    [0, 1]
+    """
+    heads = [f"{n}(" for n in names]
+    return [t for t, piece in enumerate(pieces)
+            if piece and any(h.startswith(prefix + piece) or (prefix + piece).startswith(h) for h in heads)]
 
 
 def result_text(call_so_far: str, result: Optional[str]) -> str:
@@ -115,6 +140,7 @@ class RowRules:
     stop: tuple[str, ...]
     max_call_tokens: int
     known: Callable[[str], bool]
+    names: tuple[str, ...] = ()  # the tools a call may name (the name mask's choices)
 
 
 @dataclass
@@ -134,6 +160,7 @@ class RowState:
     cut: Optional[int] = None  # text ends here (a stop string was found)
     done: bool = False
     eos: bool = False
+    answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
@@ -155,6 +182,13 @@ class RowState:
     def call_body(self) -> str:
         return self.rules.decode(self.ids[self.call_start:])
 
+    def naming(self) -> Optional[str]:
+        """The call text so far while the tool's name is still being written, else None."""
+        if self.phase != "call" or self.queue:
+            return None
+        body = self.call_body()
+        return None if "(" in body else body
+
     # ------------------------------------------------------------------ transitions
     def open_call(self) -> int:
         """The token that completes " [" (forced; the decoder feeds it now)."""
@@ -173,6 +207,7 @@ class RowState:
             if self.calls_left > 0 and tuple(self.ids[-n:]) == self.rules.call_open_ids:
                 self._enter_call(n)
             else:
+                self.answer_tokens += not forced
                 self._check_stop()
         elif self.phase == "close":
             if not self.queue:

@@ -17,6 +17,11 @@ engine did not:
 * **the rules change**: the row left a call, or used its last call, so " [" is now masked (or no
   longer masked, or now watched). Tokens after that point were drawn from another distribution.
 
+While a call's tool name is being written, the allowed tokens change with every token (the name
+mask of :mod:`toolformer_kit.decode_state`), so those steps are asked one token at a time with
+``allow`` (vLLM's ``allowed_token_ids``); a name is a few tokens, so this costs a few requests
+per call. The answer budget (``max_answer_tokens``) bounds a text segment's length as well.
+
 Where the HF decoder sets the call-open logit to -inf, a request carries a logit bias of -100,
 the most vLLM accepts: greedy decoding can then never pick " [", and sampling picks it with
 probability at most e^-100 relative to the best token (if it ever did, the token would stay plain
@@ -58,6 +63,7 @@ class SegmentRequest:
     ban: Optional[int] = None
     stop: tuple[str, ...] = ()
     stop_ids: tuple[int, ...] = ()
+    allow: tuple[int, ...] = ()  # when set, only these tokens may be written (one step: a tool name)
 
 
 @dataclass
@@ -109,7 +115,7 @@ class VLLMToolDecoder(ToolAwareDecoder):
 
     def _push(self, row: RowState, token: int, forced: bool, cfg: DecodeConfig) -> Optional[ToolCall]:
         call = row.push(token, forced)
-        if len(row.ids) >= cfg.max_new_tokens and not row.done:
+        if self._spent(row, cfg) and not row.done:
             row.stop_now()
         return None if row.done else call
 
@@ -119,12 +125,15 @@ class VLLMToolDecoder(ToolAwareDecoder):
         budget = cfg.max_new_tokens - len(row.ids)
         if row.phase == "call":  # the call is closed as too long after this many tokens anyway
             budget = min(budget, cfg.max_call_tokens - (len(row.ids) - row.call_start))
+        elif cfg.max_answer_tokens is not None:
+            budget = min(budget, cfg.max_answer_tokens - row.answer_tokens)
+        allow = tuple(self._name_mask(row) or ())
         watch = row.phase == "text" and row.calls_left > 0 and cfg.k > 0
         return SegmentRequest(
-            row.prompt_ids + row.ids, max(1, budget), cfg.temperature,
+            row.prompt_ids + row.ids, 1 if allow else max(1, budget), cfg.temperature,
             segment_seed(cfg.seed, row.prompt_ids, len(row.ids)) if cfg.temperature > 0 else None,
             self.co if watch else None, cfg.k, self.co if self._banned(row) else None,
-            row.rules.stop if row.phase == "text" else (), tuple(sorted(self.eos_ids)))
+            row.rules.stop if row.phase == "text" else (), tuple(sorted(self.eos_ids)), allow)
 
     @staticmethod
     def _banned(row: RowState) -> bool:
@@ -132,7 +141,7 @@ class VLLMToolDecoder(ToolAwareDecoder):
 
     def _fits(self, row: RowState, req: SegmentRequest, cfg: DecodeConfig) -> bool:
         """Whether the request drew this step from the distribution the HF decoder would use."""
-        if self._banned(row) != (req.ban is not None):
+        if self._banned(row) != (req.ban is not None) or tuple(self._name_mask(row) or ()) != req.allow:
             return False
         return req.watch is not None or not (row.can_open() and cfg.k > 0)
 

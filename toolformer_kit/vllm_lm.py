@@ -128,6 +128,7 @@ class VLLMLanguageModel:
             max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
             logprobs=req.k if req.watch is not None else None,
             logit_bias={req.ban: BAN_BIAS} if req.ban is not None else None,
+            allowed_token_ids=list(req.allow) or None,
             stop=list(req.stop) or None, include_stop_str_in_output=True, detokenize=bool(req.stop),
             ignore_eos=True, stop_token_ids=list(req.stop_ids), skip_special_tokens=False)
 

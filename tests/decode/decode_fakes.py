@@ -34,6 +34,9 @@ class ByteTokenizer:
         self.merged = {" [": CALL_OPEN, "->": ARROW_TOK} if merge_call_open else {"->": ARROW_TOK}
         self.eos_token_id, self.pad_token_id = EOS, PAD
 
+    def __len__(self) -> int:
+        return VOCAB
+
     def encode(self, text: str) -> list[int]:
         out, i = [], 0
         while i < len(text):

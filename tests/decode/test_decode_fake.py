@@ -4,6 +4,7 @@ malformed calls, caching and batching."""
 import pytest
 from decode_fakes import CALL_OPEN, EOS, FakeLM, Story
 
+from toolformer_kit.calls import strip_calls
 from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
 from toolformer_kit.tools import Tool, get_tool
 from toolformer_kit.tools.engine import ToolEngine
@@ -86,21 +87,60 @@ def test_disabled_gives_call_open_probability_zero():
     assert res.calls, "the same story opens calls when not disabled"
 
 
-def test_allowed_tools_restrict_what_may_run():
-    (res,), decoder = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], allowed_tools=["Boom"])
-    assert res.calls[0].reason == "unknown_tool" and res.calls[0].result is None
+WANTS_BOOM = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Boom(2 + 3) ->")  # Boom is the disabled tool here
+
+
+def test_a_disabled_tool_cannot_be_named():
+    # the model's favourite call names Boom, which the task disables: its name is masked, so the
+    # call names the Calculator instead of ending as an empty "unknown_tool" result
+    (res,), decoder = decode([WANTS_BOOM], allowed_tools=["Calculator"])
+    (call,) = res.calls
+    assert call.tool == "Calculator" and call.reason != "unknown_tool" and "Boom" not in res.text
+    assert res.text.startswith(" It costs [Calculator(")
+    (res,), _ = decode([WANTS_BOOM], allowed_tools=["Boom"])  # allowed: the model's own choice stands
+    assert res.calls[0].tool == "Boom" and res.text.startswith(" It costs [Boom(2 + 3) -> ]")
     (res,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], allowed_tools=[])
-    assert res.calls == [] and res.text == DOC  # no usable tool: no call is ever opened
+    assert res.calls == [] and res.text == DOC  # no usable tool: " [" is never opened
+
+
+def test_a_name_the_tokenizer_splits_anyhow_is_still_allowed():
+    # the model writes "Calculator(" byte by byte, the name mask allows each step
+    (res,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], allowed_tools=["Calculator", "Calendar"])
+    assert res.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."
+
+
+class LongResult(CountingEngine):
+    """Every call's result is 120 tokens long (a WikiSearch summary is ~50-100)."""
+
+    def run(self, calls):
+        from toolformer_kit.tools.engine import ExecResult
+
+        self.batches.append(len(calls))
+        return [ExecResult("x" * 120) for _ in calls]
+
+
+@pytest.mark.parametrize("budget", [12, 16])  # the call comes after 9 tokens, " It costs"
+def test_a_long_result_does_not_shrink_the_answer_budget(budget):
+    from toolformer_kit.eval.harness import Setting, decode_config
+    from toolformer_kit.eval.tasks import Task
+
+    task = Task("t", "toy", lambda d: [], max_new_tokens=budget)
+    cfg = decode_config(task, Setting.parse("k10"), stop=())  # the harness's settings for this task
+    decoder = ToolAwareDecoder(FakeLM([Story(PROMPT, DOC, ranks={CALL_AT: 0})]), engine=LongResult(TOOLS))
+    (res,) = decoder.generate([PROMPT], cfg)
+    assert res.calls[0].result == "x" * 120
+    assert len(res.token_ids) > budget + 120
+    assert strip_calls(res.text) == DOC[:budget]  # one byte token a character: the answer got all its tokens
 
 
 MALFORMED = [  # (what the model writes after " [", reason, what the text holds after the call)
-    ("Nope(1) ->", "unknown_tool", " [Nope(1) -> ] 5 dollars."),
-    ("2 + 3 ->", "unparsable", " [2 + 3 -> ] 5 dollars."),
+    # "Nope(1) ->" (unknown_tool) and "2 + 3 ->" (unparsable) cannot happen: a call starts with an
+    # allowed tool's "Name(" (test_a_disabled_tool_cannot_be_named)
     ("Calculator(2 +* 3) ->", "no_result", " [Calculator(2 +* 3) -> ] 5 dollars."),
     ("Boom(1) ->", "tool_error", " [Boom(1) -> ] 5 dollars."),
     ("Calculator(" + "1 + " * 20, "too_long", " [Calculator(1 + 1 + 1 + 1] 5 dollars."),  # 24 tokens, "]"
     ("Calculator(2 + 3)]", "closed_without_arrow", " [Calculator(2 + 3)] 5 dollars."),
-    ("Calc\n", "line_break", " [Calc\n 5 dollars."),
+    ("Calculator(2\n", "line_break", " [Calculator(2\n 5 dollars."),
 ]
 
 

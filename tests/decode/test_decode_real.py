@@ -55,3 +55,39 @@ def test_smollm2_cached_and_uncached_agree(smollm2):
     uncached = ToolAwareDecoder(smollm2, tools=tools, use_cache=False).generate(prompts, cfg)
     assert [r.token_ids for r in cached] == [r.token_ids for r in uncached]
     assert any(r.calls for r in cached)
+
+
+# ------------------------------------------------------------------ --demos runs every tool
+DEMO_PROMPTS = {
+    "Calculator": ["The farm has 14 rows of 12 apple trees, so it has"],
+    "WikiSearch": ["The Eiffel Tower stands in the city of", "Mount Kilimanjaro is the highest mountain in"],
+    "QA": ["The Mona Lisa was painted by", "The capital of Australia is"],
+    "MT": ["On the door a sign reads « Fermé le dimanche », which means that the shop",
+           "Der Zug fährt um acht Uhr ab, said the guard:"],
+    "Calendar": ["The shop opened its doors today, a", "We will meet again next week, on"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(DEMO_PROMPTS))
+def test_demos_in_executed_form_make_qwen_run_every_tool(name, qwen, monkeypatch, capsys):
+    """With call-only demonstrations Qwen closed its calls with "]" and nothing ran (WebQS: 35
+    opened, 0 executed); executed ones must get at least one call run per tool."""
+    from toolformer_kit.tools import lmtool
+
+    monkeypatch.setattr("toolformer_kit.lm.load_lm", lambda *a, **k: qwen)
+    monkeypatch.setitem(lmtool._LOADED, "qwen2.5-coder-0.5b", qwen)  # QA and MT read with the same model
+    prompts = DEMO_PROMPTS[name]
+    assert generate.main(["--model", "qwen2.5-coder-0.5b", "--demos", name, "--tools", name, "--json",
+                          "--max-new-tokens", "300", "--max-answer-tokens", "24", *prompts]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    calls = [c for rec in records for c in rec["calls"]]
+    ran = [c for c in calls if c["ok"]]
+    with capsys.disabled():
+        print(f"\n{name}: {len(calls)} calls opened, {len(ran)} executed "
+              f"({', '.join(c['reason'] or 'ok' for c in calls)}); {[r['text'][:120] for r in records]}")
+    assert ran, f"no {name} call ran: {records}"
+    for rec in records:
+        for c in rec["calls"]:
+            if c["ok"]:
+                assert f"[{c['tool']}({c['input']}) -> {c['result']}]" in rec["text"]

@@ -4,7 +4,8 @@ decoder writes, whatever the engine writes past the point where a segment must b
 import pytest
 import torch
 from decode_fakes import CALL_OPEN, EOS, FakeLM, Story
-from test_decode_fake import CALL_AT, DOC, DOC2, MALFORMED, PROMPT, STORIES, TOOLS, TWO_CALLS, CountingEngine
+from test_decode_fake import (CALL_AT, DOC, DOC2, MALFORMED, PROMPT, STORIES, TOOLS, TWO_CALLS, WANTS_BOOM,
+                              CountingEngine)
 
 from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
 from toolformer_kit.vllm_decode import Segment, VLLMToolDecoder, make_decoder, segment_seed
@@ -30,6 +31,10 @@ class SegmentLM(FakeLM):
             ranks.append(self._rank(logits, req))
             if req.ban is not None:
                 logits[req.ban] = float("-inf")
+            if getattr(req, "allow", ()):  # vLLM's allowed_token_ids
+                keep = torch.full_like(logits, float("-inf"))
+                keep[list(req.allow)] = logits[list(req.allow)]
+                logits = keep
             token = (int(logits.argmax()) if gen is None else
                      int(torch.multinomial(torch.softmax(logits / req.temperature, -1), 1, generator=gen)))
             out.append(token)
@@ -110,6 +115,22 @@ def test_token_budget_matches_forced_tokens_included(max_new_tokens):
     assert len(res.token_ids) == min(max_new_tokens, len(res.token_ids))
 
 
+@pytest.mark.parametrize("allowed", [["Calculator"], ["Boom"], ["Calculator", "Boom"], []])
+@pytest.mark.parametrize("merge_call_open", [True, False])
+def test_the_tool_name_mask_matches(allowed, merge_call_open):
+    (res,), decoder = assert_same([WANTS_BOOM], allowed_tools=allowed, merge_call_open=merge_call_open,
+                                  max_new_tokens=100)
+    assert all(c.tool in allowed for c in res.calls) and bool(res.calls) == bool(allowed)
+    asked = [r for rnd in decoder.lm.rounds for r in rnd if r.allow]
+    assert all(r.max_tokens == 1 for r in asked) and bool(asked) == bool(allowed)
+
+
+@pytest.mark.parametrize("answer", [1, 4, 9, 30])
+def test_answer_budget_matches(answer):
+    seg, _ = assert_same(STORIES, max_call_tokens=24, max_answer_tokens=answer, max_calls=2, max_new_tokens=200)
+    assert all(r.text for r in seg)
+
+
 def test_multi_token_call_open_matches():
     assert_same([Story(PROMPT, DOC, ranks={CALL_AT: 3})], merge_call_open=False, max_new_tokens=100)
     assert_same([TWO_CALLS], merge_call_open=False, max_new_tokens=200)  # "[" banned after a space only
@@ -137,11 +158,15 @@ def test_a_call_closed_by_the_model_lets_the_next_one_be_watched():
 
 
 def test_segments_cut_only_where_needed():
-    """A call costs three requests: up to the open, the call up to "->", the rest after the result."""
+    """A call costs three requests (up to the open, the call up to "->", the rest after the
+    result) and one per token of the tool's name (the name mask changes at each)."""
     story = Story(PROMPT, " Half is 0.5. More text\n", ranks={8: 0}, call="Calculator(1 / 2) ->")
     (res,), decoder = assert_same([story], stop=["/", "More"])  # "/" is text only outside a call
-    assert res.calls[0].ok and len(decoder.lm.rounds) == 3
-    assert decoder.lm.rounds[1][0].max_tokens == 48 and decoder.lm.rounds[1][0].stop == ()
+    name = len("Calculator(")  # one byte token a character
+    assert res.calls[0].ok and len(decoder.lm.rounds) == 3 + name
+    assert all(len(r[0].allow) >= 1 and r[0].max_tokens == 1 for r in decoder.lm.rounds[1: 1 + name])
+    call = decoder.lm.rounds[1 + name][0]
+    assert call.max_tokens == 48 - name and call.stop == () and call.allow == ()
     (res,), decoder = assert_same([Story(PROMPT, DOC)])
     assert len(decoder.lm.rounds) == 1
     # " [" as two tokens: "[" is watched throughout, so one request writes up to the open (once

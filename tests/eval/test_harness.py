@@ -59,7 +59,7 @@ def test_records_call_rate_and_table9_breakdown(tmp_path):
     assert gen.configs[0].k == 10 and gen.configs[0].max_calls == 1 and gen.configs[-1].disabled
     assert gen.tool_sets[-1] == {}  # disabled runs get no tools at all
     table = breakdown_table(summaries)
-    assert "| toy-math | fake | k10 | 50.0 [" in table and "| 100.0 [100.0, 100.0] | 0.0 [0.0, 0.0] | 50.0 |" in table
+    assert "| toy-math | – | fake | k10 | 50.0 [" in table and "| 100.0 [100.0, 100.0] | 0.0 [0.0, 0.0] | 50.0 |" in table
 
 
 def test_resume_skips_done_examples_and_refuses_other_settings(tmp_path):
@@ -109,8 +109,8 @@ def test_report_tables_and_plots(tmp_path):
     summaries = write_report(tmp_path)
     assert len(collect(tmp_path)) == 3
     table = comparison_table(summaries)
-    assert table.splitlines()[0] == "| task | base (disabled) | tf (disabled) | tf (k10) |"
-    assert "| toy-math | 10.0 [" in table
+    assert table.splitlines()[0] == "| task | exercises | base (disabled) | tf (disabled) | tf (k10) |"
+    assert "| toy-math | – | 10.0 [" in table  # an unregistered task exercises no known tool
     md = (tmp_path / "table.md").read_text()
     assert "AC" in md and "calls %" in md
     for png in ("accuracy.png", "breakdown.png"):

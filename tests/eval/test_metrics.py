@@ -16,7 +16,10 @@ from toolformer_kit.eval.tasks import Example, get_task
     (" = 42", 42.0),
     (" $1,250.00 in total", 1250.0),
     (" -3.5 degrees", -3.5),
-    (" four.", 4.0),
+    (" four.", 4.0),                                    # no numeral at all: the number word
+    (" one of them gets 5", 5.0),                       # a numeral beats an earlier word
+    (" Two boxes hold 3 pens each, 6 in all.", 3.0),    # the first numeral, words skipped
+    (" one of them gets five", 1.0),                    # words only: the first word
     (" I do not know.", None),
     (" the 3rd one", 3.0),
 ])
@@ -32,6 +35,8 @@ def test_first_number(text, expected):
     (" 1,000", "1000", True),
     (" 0.5", "0.5", True),
     (" 3 apples and 8 pears", "8", False),              # only the first number counts
+    (" one of them gets 5", "5", True),                 # "one" is not the first number
+    (" one of them gets 5", "1", False),
 ])
 def test_math_metric(prediction, answer, correct):
     assert get_task("svamp").score(prediction, Example("x", "", (answer,))) is correct

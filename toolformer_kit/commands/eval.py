@@ -65,7 +65,11 @@ class EvalConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..eval.tasks import task_list
+
     add_dataclass_args(parser, EvalConfig)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the task table's columns
+    parser.epilog = "tasks (name, tool it exercises, description):\n" + task_list()
 
 
 DATA_ENV = "TOOLFORMER_DATA_DIR"

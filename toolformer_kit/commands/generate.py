@@ -4,7 +4,13 @@ when the model writes "->", and its result is inserted before decoding goes on.
 A fine-tuned Toolformer model needs only the prompt. To see the mechanism with a model that was
 never fine-tuned, ``--demos TOOL`` puts TOOL's instruction and worked examples before the prompt,
 so the model continues the prompt in the same style (``--rewrite`` instead asks it to re-write the
-prompt with calls, exactly the annotation prompt):
+prompt with calls, exactly the annotation prompt).
+
+The worked examples are shown **executed**, ``[Tool(input) -> result]``, each result computed by
+running the tool on the example's input (the call-only form stays where the tool gives nothing).
+Why: the annotation demonstrations show calls without results, and a model that copies them closes
+its call with "]" before any "->", so nothing runs (Qwen 0.5B on 40 WebQS questions: 35 calls
+opened, 0 executed). Executed examples show the form of C*, which is what decoding expects.
 
     toolformer generate --model qwen2.5-coder-0.5b --demos Calculator \\
         "The school has 23 classes of 28 pupils, so it has"
@@ -19,7 +25,9 @@ import logging
 import os
 import sys
 from dataclasses import asdict
+from typing import Callable, Optional
 
+from ..calls import ToolCall, find_calls, format_call
 from ..cli import standalone
 from ..config import add_dataclass_args, build_config
 
@@ -52,11 +60,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser, DecodeConfig)
 
 
-def demo_prompt(tool, text: str, rewrite: bool = False) -> str:
+def executed(text: str, run: Callable[[ToolCall], Optional[str]]) -> str:
+    """``text`` with each call that has no result shown with ``run``'s result, as in C*; a call
+    ``run`` gives nothing for keeps its call-only form.
+
+    >>> executed("Big [Echo(hi)] HI, and [Echo(yo) -> YO] YO.", lambda c: c.input.upper())
+    'Big [Echo(hi) -> HI] HI, and [Echo(yo) -> YO] YO.'
+    >>> executed("Big [Echo(hi)] HI.", lambda c: None)
+    'Big [Echo(hi)] HI.'
+    """
+    out, last = [], 0
+    for parsed in find_calls(text):
+        result = run(parsed.call) if parsed.call.result is None else None
+        if result:
+            out += [text[last:parsed.start], format_call(parsed.call.with_result(result), leading_space=False)]
+            last = parsed.end
+    return "".join(out + [text[last:]])
+
+
+def tool_runner(tool, timeout: float = 10.0, cache_path: Optional[str] = None) -> Callable[[ToolCall], Optional[str]]:
+    """Run ``tool`` through the execution engine (its timeout, cache and error handling)."""
+    from ..tools.engine import ToolEngine
+
+    engine = ToolEngine({tool.name: tool}, timeout=timeout, cache_path=cache_path)
+    return lambda call: engine.run([call])[0].result
+
+
+def demo_prompt(tool, text: str, rewrite: bool = False, run: Optional[Callable[[ToolCall], Optional[str]]] = None) -> str:
     """``text`` behind ``tool``'s instruction and worked examples.
 
-    Continuing (the default) shows the examples' outputs as plain paragraphs and lets the model go
-    on from ``text``; rewriting is the annotation prompt P(x) itself.
+    Continuing (the default) shows the examples' outputs as plain paragraphs, executed with
+    ``run`` when given, and lets the model go on from ``text``; rewriting is the annotation prompt
+    P(x) itself (call-only examples: that prompt asks for calls, not results).
 
     >>> from toolformer_kit.tools import Tool
     >>> echo = Tool("Echo", str.upper, "Repeat words loudly.", [("I say hi.", "I say [Echo(hi) -> HI] hi.")])
@@ -69,7 +104,8 @@ def demo_prompt(tool, text: str, rewrite: bool = False) -> str:
     """
     if rewrite:
         return tool.prompt_prefix() + tool.prompt_context(text.strip())
-    return "\n\n".join([tool.instruction.strip()] + [out for _, out in tool.demonstrations] + [text])
+    demos = [out if run is None else executed(out, run) for _, out in tool.demonstrations]
+    return "\n\n".join([tool.instruction.strip()] + demos + [text])
 
 
 def highlight(text: str, colour: bool) -> str:
@@ -106,8 +142,12 @@ def run(args: argparse.Namespace) -> int:
     args.stop = _stop_strings(args)
     cfg = build_config(DecodeConfig, args)
     tools = {name: get_tool(name) for name in args.tools.split(",") if name.strip()} if args.tools else None
-    prompts = ([demo_prompt(get_tool(args.demos), p, args.rewrite) for p in args.prompts]
-               if args.demos else list(args.prompts))
+    prompts = list(args.prompts)
+    if args.demos:
+        demo = get_tool(args.demos)
+        run_demo = None if args.rewrite else tool_runner(demo, args.tool_timeout, args.tool_cache)
+        shown = demo_prompt(demo, "", args.rewrite, run_demo)  # the tool runs once per example, not per prompt
+        prompts = [shown + p if not args.rewrite else demo_prompt(demo, p, True) for p in prompts]
     lm = load_lm(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
     decoder = make_decoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 from ..calls import strip_calls
 from ..config import ConfigError
+from ..tools.base import MAX_RESULT_CHARS
 from .tasks import Example, Task, subset
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,11 @@ log = logging.getLogger(__name__)
 GenerateFn = Callable[[list[str], Any, Mapping[str, Any]], list[Any]]
 RECORDS = "examples.jsonl"
 RUN_INFO = "run.json"
-CALL_TOKEN_BUDGET = 40  # extra new tokens when calls are on: a call and its result are ~15-40 tokens
+# The hard cap on a call's tokens when calls are on: the call itself (at most CALL_TOKENS) and its
+# result (at most MAX_RESULT_CHARS characters, so about as many tokens at worst). The answer has
+# its own budget (max_answer_tokens), which a call or its result never shortens.
+CALL_TOKENS = 48
+CALL_TOKEN_BUDGET = CALL_TOKENS + MAX_RESULT_CHARS
 
 
 class ResumeError(ConfigError):
@@ -73,11 +78,13 @@ class Setting:
 
 
 def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[str] = ("\n",)):
-    """The paper's decoding for a task: greedy, at most one call, top-k call opening."""
+    """The paper's decoding for a task: greedy, at most one call, top-k call opening; the task's
+    ``max_new_tokens`` is the answer's budget, whatever a call inserts."""
     from ..decode import DecodeConfig
 
     budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET)
     return DecodeConfig(k=setting.k, max_calls=1, disabled=setting.disabled, max_new_tokens=budget,
+                        max_answer_tokens=task.max_new_tokens, max_call_tokens=CALL_TOKENS,
                         temperature=0.0, seed=seed, stop=list(stop))
 
 
@@ -153,7 +160,8 @@ def run_task(task: Task, examples: Sequence[Example], generate: GenerateFn, sett
     """Answer every example not yet in ``folder``; returns all records (old and new)."""
     config = decode_config(task, setting, seed, stop)
     run_info = {"task": task.name, "setting": setting.name, "seed": seed, "stop": list(stop),
-                "max_new_tokens": config.max_new_tokens, "tools": sorted(tools), **(info or {})}
+                "max_new_tokens": config.max_new_tokens, "max_answer_tokens": config.max_answer_tokens,
+                "tools": sorted(tools), **(info or {})}
     _check_run_info(folder, run_info)
     path = folder / RECORDS
     records = read_records(path)

@@ -6,7 +6,9 @@ demanding an exact match:
 
 * LAMA, TempLAMA, DATESET — an answer occurs within the first five predicted words;
 * math (SVAMP, ASDiv, MAWPS) — the first number predicted equals the answer, except that when
-  that number starts an equation (``5 + 3 = 8``) the number after ``=`` counts;
+  that number starts an equation (``5 + 3 = 8``) the number after ``=`` counts. A *number* is
+  a numeral; a number word ("four") is read only when the prediction holds no numeral at all
+  (see :func:`first_number` for why);
 * open-domain QA — an answer occurs within the first 20 words (10 for MLQA).
 
 **Normalisation** (applied to both sides before comparing words): Unicode NFKC, accents removed,
@@ -134,10 +136,18 @@ def _to_float(number: str) -> float:
 def first_number(text: str, words: bool = True) -> float | None:
     """The first number predicted, or the first after ``=`` if that number starts an equation.
 
-    Number words from zero to twenty and the tens count too (``words=False`` turns them off),
-    since "The answer is four" states a number as plainly as "4". A minus sign counts only when
-    it is not glued to a preceding word or digit (``5-3`` is an equation, `` -3`` a number).
+    The rule: the first *numeral* is the prediction. The paper reads "the first number
+    predicted" and illustrates it with numerals only (``5+3=8``); words such as "one" are as often
+    pronouns or determiners as counts ("one of them gets 5"), so a word never overrides a numeral.
+    Only a prediction with no numeral at all has its first number word read (zero to twenty and
+    the tens; ``words=False`` turns this off), since "The answer is four." states its number
+    plainly. A minus sign counts only when it is not glued to a preceding word or digit (``5-3``
+    is an equation, `` -3`` a number).
 
+    >>> first_number("one of them gets 5"), first_number("The answer is four.")
+    (5.0, 4.0)
+    >>> first_number("one of them gets five"), first_number("four.", words=False)
+    (1.0, None)
     >>> first_number("The answer is 1,250 dollars.")
     1250.0
     >>> first_number("48 / 6 = 8, so 8 cookies each")
@@ -150,11 +160,9 @@ def first_number(text: str, words: bool = True) -> float | None:
     -3.5
     """
     m = _NUMBER.search(text)
-    w = _WORD_NUMBER.search(text) if words else None
-    if w is not None and (m is None or w.start() < m.start()):
-        return float(NUMBER_WORDS[w.group(1).lower()])
     if m is None:
-        return None
+        w = _WORD_NUMBER.search(text) if words else None
+        return float(NUMBER_WORDS[w.group(1).lower()]) if w else None
     tail = _EQUATION_TAIL.match(text, m.end())
     if tail is not None:
         after = _NUMBER.match(text, tail.end()) or _NUMBER.search(text, tail.end())

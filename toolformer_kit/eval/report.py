@@ -24,6 +24,20 @@ from .metrics import bootstrap_ci, mean
 log = logging.getLogger(__name__)
 
 
+def task_info(task: str) -> tuple[str, str, str]:
+    """(tool exercised, description, note) of a registered task; blanks for one that is not.
+
+    >>> task_info("svamp")[0], task_info("no-such-task")
+    ('Calculator', ('', '', ''))
+    """
+    from .tasks import TASKS
+
+    if task not in TASKS:
+        return "", "", ""
+    t = TASKS.get(task)
+    return t.exercises, t.description, t.note
+
+
 def _acc(values: Sequence[bool], n_resamples: int, seed: int) -> dict:
     return {"n": len(values), "accuracy": mean(values), "ci95": bootstrap_ci(values, n_resamples, seed=seed)}
 
@@ -35,14 +49,15 @@ def summarize_run(records: Sequence[dict], model: str, setting: str, task: str,
     >>> recs = [{"correct": c, "called": k, "tool": "Calculator" if k else None, "seconds": 1.0}
     ...         for c, k in [(1, 1), (1, 1), (0, 1), (1, 0)]]
     >>> s = summarize_run(recs, "m", "k10", "svamp")
-    >>> s["accuracy"], s["call_rate"], s["ac"]["n"], s["nc"]["accuracy"], s["tools"]
-    (0.75, 0.75, 3, 1.0, {'Calculator': 3})
+    >>> s["accuracy"], s["call_rate"], s["ac"]["n"], s["nc"]["accuracy"], s["tools"], s["exercises"]
+    (0.75, 0.75, 3, 1.0, {'Calculator': 3}, 'Calculator')
     """
     correct = [bool(r["correct"]) for r in records]
     called = [bool(r["called"]) for r in records]
     base = _acc(correct, n_resamples, seed)
     return {
-        "model": model, "setting": setting, "task": task, "kind": "generate", **base,
+        "model": model, "setting": setting, "task": task, "exercises": task_info(task)[0], "kind": "generate",
+        **base,
         "call_rate": mean(called) or 0.0,
         "call_ok_rate": mean([bool(r.get("call_ok")) for r in records if r["called"]]),
         "ac": _acc([c for c, k in zip(correct, called) if k], n_resamples, seed),
@@ -92,11 +107,24 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def results_table(summaries: Sequence[dict]) -> str:
     """Every generation run: accuracy with interval, call rate, AC and NC."""
-    rows = [(s["model"], s["setting"], s["task"], s["n"], with_ci(s), pct(s["call_rate"]),
+    rows = [(s["model"], s["setting"], s["task"], _exercises(s), s["n"], with_ci(s), pct(s["call_rate"]),
              f"{with_ci(s['ac'])} (n={s['ac']['n']})", f"{with_ci(s['nc'])} (n={s['nc']['n']})")
             for s in summaries if s.get("kind") == "generate"]
-    header = ("model", "setting", "task", "n", "accuracy % [95% CI]", "calls %", "AC %", "NC %")
+    header = ("model", "setting", "task", "exercises", "n", "accuracy % [95% CI]", "calls %", "AC %", "NC %")
     return _table(header, rows)
+
+
+def _exercises(s: dict) -> str:
+    """The tool a summary's task exercises; summaries written before the field are looked up."""
+    return s.get("exercises") or task_info(s["task"])[0] or "–"
+
+
+def tasks_table(summaries: Sequence[dict]) -> str:
+    """What each reported task is and which tool it exercises, with the choices behind it
+    (e.g. the T-REx form), so a reader needs no other document to read the numbers."""
+    tasks = list(dict.fromkeys(s["task"] for s in summaries))
+    rows = [(t, _exercises({"task": t}), " ".join(x for x in task_info(t)[1:] if x) or "–") for t in tasks]
+    return _table(("task", "exercises", "what it is"), rows)
 
 
 def perplexity_table(summaries: Sequence[dict]) -> str:
@@ -117,9 +145,9 @@ def comparison_table(summaries: Sequence[dict]) -> str:
     >>> s = [{"kind": "generate", "model": "a", "setting": "k10", "task": "svamp", "accuracy": 0.5,
     ...       "ci95": (0.4, 0.6)}]
     >>> print(comparison_table(s), end="")
-    | task | a (k10) |
-    |---|---|
-    | svamp | 50.0 [40.0, 60.0] |
+    | task | exercises | a (k10) |
+    |---|---|---|
+    | svamp | Calculator | 50.0 [40.0, 60.0] |
     """
     runs = list(dict.fromkeys(run_label(s) for s in summaries))
     tasks = list(dict.fromkeys(s["task"] for s in summaries))
@@ -132,14 +160,15 @@ def comparison_table(summaries: Sequence[dict]) -> str:
             return f"ppl {s['perplexity']:.2f}"
         return with_ci(s)
 
-    return _table(("task", *runs), [(t, *(show(cell.get((t, r))) for r in runs)) for t in tasks])
+    rows = [(t, _exercises({"task": t}), *(show(cell.get((t, r))) for r in runs)) for t in tasks]
+    return _table(("task", "exercises", *runs), rows)
 
 
 def breakdown_table(summaries: Sequence[dict]) -> str:
     """The paper's Table 9: per task and setting, All / AC / NC accuracy and % of examples with a call."""
-    rows = [(s["task"], s["model"], s["setting"], with_ci(s), with_ci(s["ac"]), with_ci(s["nc"]),
+    rows = [(s["task"], _exercises(s), s["model"], s["setting"], with_ci(s), with_ci(s["ac"]), with_ci(s["nc"]),
              pct(s["call_rate"])) for s in summaries if s.get("kind") == "generate"]
-    return _table(("task", "model", "setting", "All", "AC", "NC", "calls %"), rows)
+    return _table(("task", "exercises", "model", "setting", "All", "AC", "NC", "calls %"), rows)
 
 
 def write_report(out: str | Path, n_resamples: int = 1000, seed: int = 0, plots: bool = True) -> list[dict]:
@@ -149,7 +178,9 @@ def write_report(out: str | Path, n_resamples: int = 1000, seed: int = 0, plots:
     (out / "summary.json").write_text(json.dumps(summaries, indent=2))
     parts = ["# Results\n", "Accuracy in %, with bootstrap 95% intervals over examples. "
              "AC: examples where the model made a call; NC: the rest.\n",
-             "## Comparison\n", comparison_table(summaries), "\n## All runs\n", results_table(summaries)]
+             "## Comparison\n", comparison_table(summaries), "\n## All runs\n", results_table(summaries),
+             "\n## Tasks\n", "The tool each task exercises (the paper groups its results so) and how it "
+             "is built.\n", tasks_table(summaries)]
     if any(s.get("kind") == "perplexity" for s in summaries):
         parts += ["\n## Perplexity (calls disabled)\n", perplexity_table(summaries)]
     (out / "table.md").write_text("\n".join(parts))

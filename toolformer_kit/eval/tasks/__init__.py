@@ -9,9 +9,9 @@ toolformer_kit.registry.UnknownNameError: unknown task 'svamq'; did you mean 'sv
 """
 
 from . import lama, math, qa, temporal, text  # noqa: F401  (registration)
-from .base import METRICS, TASKS, Example, Task, ToolPolicy, subset
+from .base import METRICS, TASKS, Example, Task, ToolPolicy, subset, task_list
 
-__all__ = ["METRICS", "TASKS", "Example", "Task", "ToolPolicy", "get_task", "subset"]
+__all__ = ["METRICS", "TASKS", "Example", "Task", "ToolPolicy", "get_task", "subset", "task_list"]
 
 
 def get_task(name: str) -> Task:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -78,7 +79,11 @@ class ToolPolicy:
 
 @dataclass
 class Task:
-    """A benchmark: ``loader(data_dir)`` reads its examples; ``metric`` names a :data:`METRICS` entry."""
+    """A benchmark: ``loader(data_dir)`` reads its examples; ``metric`` names a :data:`METRICS` entry.
+
+    ``exercises`` names the tool the paper measures with the task (its Tables 3-7 are grouped that
+    way): a pipeline that annotates a tool can then check that some task measures it.
+    """
 
     name: str
     description: str
@@ -87,6 +92,8 @@ class Task:
     policy: ToolPolicy = field(default_factory=ToolPolicy)
     max_new_tokens: int = 32
     kind: str = "generate"  # or "perplexity"
+    exercises: str = ""  # the tool the task measures ("" for perplexity: calls are off)
+    note: str = ""  # a choice the reader of a report should know about (shown with the task)
 
     def load(self, data_dir: str | Path) -> list[Example]:
         return self.loader(Path(data_dir))
@@ -101,6 +108,24 @@ TASKS: Registry[Task] = Registry("task", case_sensitive=False)
 def register(task: Task) -> Task:
     TASKS.add(task.name, task)
     return task
+
+
+def task_list(names: Sequence[str] | None = None) -> str:
+    """One line per task: name, the tool it exercises, what it is (the ``eval --help`` listing).
+
+    >>> print(task_list(["svamp", "wikitext2"]))
+    svamp      Calculator  SVAMP math word problems
+    wikitext2  -           WikiText-2 raw test perplexity, calls disabled
+    """
+    tasks = [TASKS.get(n) for n in (names if names is not None else TASKS.names())]
+    width = max(len(t.name) for t in tasks) + 2
+    lines = []
+    for t in tasks:
+        lines.append(f"{t.name:<{width}}{t.exercises or '-':<12}{t.description}")
+        if t.note:
+            lines += textwrap.wrap(t.note, 100, initial_indent=" " * (width + 12),
+                                   subsequent_indent=" " * (width + 12))
+    return "\n".join(lines)
 
 
 def require(path: Path, what: str) -> Path:

@@ -8,7 +8,9 @@ named twice) is skipped, as its prefix would hide the object. On the shared copi
 548 of 4,514 T-REx facts, 114 of 1,101 Google-RE facts (38 of 585 birth places, 46 of 354 birth
 dates, 30 of 162 death places) and 59 of 86 SQuAD statements.
 
-``lama-trex-templates`` is the variant that LAMA itself uses for T-REx: the relation's template
+**Which T-REx form.** ``lama-trex`` (the default, in the paper's task list) uses T-REx's
+*evidence sentences*; see :data:`TREX_FORM` for why. ``lama-trex-templates`` is the variant that
+LAMA itself uses for T-REx: the relation's template
 filled with the subject (``Allan Peiper was born in``), kept when ``[Y]`` ends the template; it
 keeps 3,674 of the 4,514 facts (23 of the 28 relations present).
 
@@ -101,9 +103,19 @@ def load_squad(data_dir: Path) -> list[Example]:
 
 
 NO_WIKISEARCH = ToolPolicy(excluded=("WikiSearch",))
-register(Task("lama-trex", "LAMA T-REx, sentence-final masks", load_trex, policy=NO_WIKISEARCH, max_new_tokens=16))
-register(Task("lama-trex-templates", "LAMA T-REx via relation templates", load_trex_templates,
-              policy=NO_WIKISEARCH, max_new_tokens=16))
-register(Task("lama-google-re", "LAMA Google-RE, sentence-final masks", load_google_re,
-              policy=NO_WIKISEARCH, max_new_tokens=16))
-register(Task("lama-squad", "LAMA SQuAD, sentence-final masks", load_squad, policy=NO_WIKISEARCH, max_new_tokens=16))
+TREX_FORM = ("T-REx form: evidence sentences (a Wikipedia sentence stating the fact, its object masked at "
+             "the end), not relation templates. The paper does not say which form it used; sentences are "
+             "the form of the Google-RE and SQuAD subsets too, so all three LAMA rows are built one way. "
+             "lama-trex-templates has LAMA's templates, for comparison.")
+
+
+def _lama(name: str, description: str, loader, note: str = "") -> Task:
+    return register(Task(name, description, loader, policy=NO_WIKISEARCH, max_new_tokens=16, exercises="QA",
+                         note=note))
+
+
+_lama("lama-trex", "LAMA T-REx, evidence sentences with sentence-final masks", load_trex, TREX_FORM)
+_lama("lama-trex-templates", "LAMA T-REx, relation templates filled with the subject (LAMA's own probe)",
+      load_trex_templates)
+_lama("lama-google-re", "LAMA Google-RE, sentence-final masks", load_google_re)
+_lama("lama-squad", "LAMA SQuAD, sentence-final masks", load_squad)

@@ -87,7 +87,7 @@ def load_mawps(data_dir: Path) -> list[Example]:
 
 
 _POLICY = ToolPolicy()
-register(Task("svamp", "SVAMP math word problems", load_svamp, metric="math", policy=_POLICY, max_new_tokens=24))
+register(Task("svamp", "SVAMP math word problems", load_svamp, metric="math", policy=_POLICY, max_new_tokens=24, exercises="Calculator"))
 register(Task("asdiv", "ASDiv math word problems (numeric answers)", load_asdiv, metric="math",
-              policy=_POLICY, max_new_tokens=24))
-register(Task("mawps", "MAWPS math word problems", load_mawps, metric="math", policy=_POLICY, max_new_tokens=24))
+              policy=_POLICY, max_new_tokens=24, exercises="Calculator"))
+register(Task("mawps", "MAWPS math word problems", load_mawps, metric="math", policy=_POLICY, max_new_tokens=24, exercises="Calculator"))

@@ -88,9 +88,11 @@ def mlqa_loader(lang: str, split: str = "test"):
 
 NO_QA = ToolPolicy(excluded=("QA",))
 register(Task("webquestions", "WebQuestions test", load_webquestions, metric="first20", policy=NO_QA,
-              max_new_tokens=40))
-register(Task("nq", "Natural Questions (open) dev", load_nq, metric="first20", policy=NO_QA, max_new_tokens=40))
-register(Task("triviaqa", "TriviaQA (DPR test)", load_triviaqa, metric="first20", policy=NO_QA, max_new_tokens=40))
+              max_new_tokens=40, exercises="WikiSearch"))
+register(Task("nq", "Natural Questions (open) dev", load_nq, metric="first20", policy=NO_QA, max_new_tokens=40,
+                  exercises="WikiSearch"))
+register(Task("triviaqa", "TriviaQA (DPR test)", load_triviaqa, metric="first20", policy=NO_QA, max_new_tokens=40,
+                  exercises="WikiSearch"))
 for _lang in MLQA_LANGUAGES:
     register(Task(f"mlqa-{_lang}", f"MLQA, English context, {_lang} question", mlqa_loader(_lang),
-                  metric="first10", max_new_tokens=24))
+                  metric="first10", max_new_tokens=24, exercises="MT"))

@@ -51,6 +51,6 @@ def load_templama(data_dir: Path) -> list[Example]:
 
 CALENDAR_TODAY = ToolPolicy(calendar_from_example=True)
 register(Task("dateset", "DATESET (generated, 500 questions, seed 0)", load_dateset, metric="first5",
-              policy=CALENDAR_TODAY, max_new_tokens=16))
+              policy=CALENDAR_TODAY, max_new_tokens=16, exercises="Calendar"))
 register(Task("templama", "TempLAMA, sentence-final masks", load_templama, metric="first5",
-              policy=CALENDAR_TODAY, max_new_tokens=16))
+              policy=CALENDAR_TODAY, max_new_tokens=16, exercises="Calendar"))
