@@ -144,10 +144,6 @@ def check_cache_file(path: str | Path) -> Path:
             os.replace(path, aside)
             log.warning("tool cache %s is not a SQLite database (%s); moved it to %s and started a fresh one",
                         path, exc, aside)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the folder of tool cache {path}: {exc}") from None
     return path
 
 
@@ -156,6 +152,7 @@ class ResultCache:
 
     def __init__(self, path: str | Path):
         path = check_cache_file(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False,
                                    isolation_level=None)
         self._lock = threading.Lock()
