@@ -266,3 +266,15 @@ def test_mt_timeout_exits_cleanly(tmp_path):
                            "Guten Morgen, wie geht es dir heute in der schönen Stadt", "--timeout", "1"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1 and "no result: timed out after 1 s" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_sigkill_campaign_resumes_identically():
+    """benchmarks/campaign_sigkill.py: 20 seeded SIGKILL moments, each resumed, output identical."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "campaign_sigkill.py"
+    proc = subprocess.run([sys.executable, str(script), "--kills", "20"], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0 and "20/20 resumed outputs identical, 0 duplicated" in proc.stdout, proc.stdout
