@@ -25,7 +25,7 @@ def test_defaults_file_then_flags(tmp_path):
     cfg_file = tmp_path / "c.yaml"
     cfg_file.write_text("tau-f: 0.5\ntools: [Calculator, WikiSearch]\nlimit: 3\n")
     assert parse([]) == Stage()
-    cfg = parse(["--config", str(cfg_file), "--tau-f", "2.0", "--resume", "false"])
+    cfg = parse(["--config", str(cfg_file), "--tau-f", "2.0", "--no-resume"])
     assert cfg == Stage(tau_f=2.0, tools=["Calculator", "WikiSearch"], resume=False, limit=3)
 
 

@@ -61,7 +61,7 @@ def standalone(prog: str, doc: str | None, add_arguments, run) -> Callable[[Sequ
         parser = argparse.ArgumentParser(prog=prog, description=doc)
         parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
         add_arguments(parser)
-        return _execute(run, parser.parse_args(argv))
+        return _execute(run, _parse(parser, argv))
 
     return main
 
@@ -84,8 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse, after rewriting ``--flag false`` to ``--no-flag`` (boolean flags take no value)."""
+    from .config import ConfigError, normalize_bool_args
+
+    try:
+        argv = normalize_bool_args(parser, list(sys.argv[1:] if argv is None else argv))
+    except ConfigError as exc:
+        parser.error(str(exc))
+    return parser.parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     return _execute(args._run, args)
 
 

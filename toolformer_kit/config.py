@@ -45,28 +45,136 @@ def _base(tp: Any) -> Any:
     return tp
 
 
-def _converter(tp: Any):
+# Ranges by setting name, shared by every stage's dataclass (a field's metadata "min"/"max" wins).
+# Every other number must be finite and >= 0: no setting of this package means anything below 0,
+# except thresholds on a loss difference, which may be any finite number.
+AT_LEAST_ONE = {"k", "m", "shard_size", "batch_size", "eval_batch_size", "effective_batch", "limit",
+                "max_steps", "max_new_tokens", "max_call_tokens", "actors", "default_docs", "docs_per_source",
+                "max_length", "ppl_window", "ppl_stride", "threads", "lora_r", "eval_limit", "train_steps",
+                "train_batch", "logging_steps", "eval_steps", "bootstrap"}
+FRACTIONS = {"tau_s", "top_p", "calculator_rate", "mt_confidence", "dev_fraction", "warmup_ratio", "lora_dropout"}
+POSITIVE = {"tool_timeout", "learning_rate"}
+ANY_SIGN = {"tau_f", "report_tau_f"}
+
+
+def _bounds(name: str, meta: Any) -> tuple[float | None, float | None, bool]:
+    """(low, high, low is exclusive) for a numeric setting."""
+    if "min" in meta or "max" in meta:
+        return meta.get("min"), meta.get("max"), False
+    if name in ANY_SIGN:
+        return None, None, False
+    if name in AT_LEAST_ONE:
+        return 1, None, False
+    if name in FRACTIONS:
+        return 0, 1, False
+    return 0, None, name in POSITIVE
+
+
+def _number(name: str, tp: type, value: Any, meta: Any = None) -> Any:
+    """``value`` as an int/float within the setting's range, or a ConfigError saying what is allowed.
+
+    >>> _number("k", int, "5"), _number("tau_f", float, "-0.5"), _number("k", int, 4.0)
+    (5, -0.5, 4)
+    >>> _number("k", int, 3.7)
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.config.ConfigError: k must be a whole number, got 3.7
+    """
+    kind = "a whole number" if tp is int else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{name} must be {kind}, got {value!r}")
+    try:
+        num = float(value) if tp is float else (int(value) if isinstance(value, (int, str)) else value)
+    except ValueError:
+        raise ConfigError(f"{name} must be {kind}, got {value!r}") from None
+    if tp is int and isinstance(num, float):
+        if not num.is_integer():
+            raise ConfigError(f"{name} must be {kind}, got {value!r}")
+        num = int(num)
+    if num != num or num in (float("inf"), float("-inf")):
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
+    low, high, strict = _bounds(name, meta or {})
+    if (low is not None and (num < low or (strict and num == low))) or (high is not None and num > high):
+        want = (f"> {low}" if strict else f">= {low}") if high is None else f"between {low} and {high}"
+        raise ConfigError(f"{name} must be {want}, got {value!r}")
+    return num
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, (dict, list, tuple, set)):
+        raise ConfigError(f"{name} must be a single value, got {value!r}")
+    return str(value)
+
+
+def _convert(f: dataclasses.Field, tp: Any, value: Any) -> Any:
+    """One setting's value, converted and range-checked (None stays None)."""
+    if value is None:
+        return None
     tp = _base(tp)
     if typing.get_origin(tp) in (list, tuple):
         (item,) = typing.get_args(tp)[:1] or (str,)
-        conv = _converter(item)
-        return lambda s: [conv(x.strip()) for x in s.split(",") if x.strip()] if isinstance(s, str) else list(s)
+        if isinstance(value, str):
+            items = [x.strip() for x in value.split(",") if x.strip()]
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            raise ConfigError(f"{f.name} must be a list or comma-separated text, got {value!r}")
+        if not items and _default(f):
+            raise ConfigError(f"{f.name} must not be empty; name at least one, e.g. {','.join(map(str, _default(f)))}")
+        return [_scalar(f, item, x) for x in items]
+    return _scalar(f, tp, value)
+
+
+def _scalar(f: dataclasses.Field, tp: Any, value: Any) -> Any:
     if tp is bool:
-        return _to_bool
-    if tp in (int, float, str):
-        return tp
-    return str
+        return _to_bool(value, f.name)
+    if tp in (int, float):
+        return _number(f.name, tp, value, f.metadata)
+    return _text(f.name, value)
 
 
-def _to_bool(value: Any) -> bool:
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
+
+
+def _to_bool(value: Any, name: str = "value") -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"expected a boolean (true/false), got {value!r}")
+    if text in BOOL_WORDS:
+        return BOOL_WORDS[text]
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+BOOL_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+class BoolFlag(argparse.Action):
+    """``--name`` / ``--no-name``: takes no value, so it can never swallow a positional argument.
+
+    ``--name=false`` and ``--name false`` still work: :func:`normalize_bool_args` rewrites them
+    before parsing (the second only when the word is a boolean one).
+    """
+
+    def __init__(self, option_strings, dest, **kw):
+        kw.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, not (option_string or "").startswith("--no-"))
+
+
+def _flag_type(f: dataclasses.Field, tp: Any):
+    def convert(text: str) -> Any:
+        try:
+            return _convert(f, tp, text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = f.name
+    return convert
 
 
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -77,17 +185,59 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata.get("help", "")
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None  # type: ignore[misc]
-        )
+        default = _default(f)
         help_text += f" (default: {default})" if default not in (None, "") else ""
         if _base(types[f.name]) is bool:
-            parser.add_argument(flag, dest=f.name, nargs="?", const=True, default=None,
-                                type=_to_bool, help=help_text)
+            parser.add_argument(flag, "--no-" + flag[2:], dest=f.name, action=BoolFlag, default=None,
+                                help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, default=None, help=help_text,
-                                type=_converter(types[f.name]))
+            parser.add_argument(flag, dest=f.name, default=None, help=help_text, type=_flag_type(f, types[f.name]))
     parser.add_argument("--config", default=None, help="YAML, TOML or JSON file with these settings")
+
+
+def _bool_options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
+    """Option strings that are BoolFlags, and all the others, over a parser and its subparsers."""
+    bools, others = set(), set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                b, o = _bool_options(sub)
+                bools |= b
+                others |= o
+        else:
+            (bools if isinstance(action, BoolFlag) else others).update(action.option_strings)
+    return bools, others
+
+
+def normalize_bool_args(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """The older ``--flag true`` / ``--flag=false`` forms rewritten to ``--flag`` / ``--no-flag``.
+
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("--resume", "--no-resume", action=BoolFlag)
+    >>> _ = p.add_argument("prompt", nargs="*")
+    >>> normalize_bool_args(p, ["--resume", "false", "--resume=1", "--resume", "a prompt"])
+    ['--no-resume', '--resume', '--resume', 'a prompt']
+    """
+    bools, others = _bool_options(parser)
+    bools -= others
+    out, i = [], 0
+    while i < len(argv):
+        arg, nxt = argv[i], argv[i + 1] if i + 1 < len(argv) else None
+        name, eq, val = arg.partition("=")
+        if name in bools and not name.startswith("--no-") and (eq or (nxt or "").lower() in BOOL_WORDS):
+            word = val if eq else nxt
+            if word.lower() not in BOOL_WORDS:
+                raise ConfigError(f"{name} takes no value (or true/false), got {word!r}; "
+                                  f"write {name} or --no-{name[2:]}")
+            out.append(name if BOOL_WORDS[word.lower()] else "--no-" + name[2:])
+            i += 1 if eq else 2
+            continue
+        if arg == "--":
+            out += argv[i:]
+            break
+        out.append(arg)
+        i += 1
+    return out
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -114,33 +264,36 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def from_dict(cls: type[C], values: dict[str, Any], source: str = "config") -> C:
-    """Build ``cls`` from a mapping, converting strings and naming unknown keys."""
+    """Build ``cls`` from a mapping, converting and range-checking values and naming unknown keys."""
     types = _field_types(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - names)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
     if unknown:
         import difflib
 
-        hints = [f"{u!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(u, names, 1)) else "")
+        hints = [f"{u!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(u, fields, 1)) else "")
                  for u in unknown]
         raise ConfigError(f"unknown setting(s) in {source}: {', '.join(hints)}")
     kwargs = {}
     for name, value in values.items():
-        conv = _converter(types[name])
-        kwargs[name] = value if value is None else conv(value)
+        try:
+            kwargs[name] = _convert(fields[name], types[name], value)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (in {source})") from None
     return cls(**kwargs)
 
 
 def build_config(cls: type[C], args: argparse.Namespace) -> C:
-    """Defaults < ``--config`` file < flags typed on the command line."""
+    """Defaults < ``--config`` file < flags typed on the command line (flags arrive already checked)."""
     values: dict[str, Any] = {}
+    source = getattr(args, "config", None) or "flags"
     if getattr(args, "config", None):
         values.update(load_config_file(args.config))
     for f in dataclasses.fields(cls):
         typed = getattr(args, f.name, None)
         if typed is not None:
             values[f.name] = typed
-    return from_dict(cls, values, source=getattr(args, "config", None) or "flags")
+    return from_dict(cls, values, source=source)
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

@@ -284,4 +284,32 @@ def resolve_model(name_or_path: str, cache: str | os.PathLike | None = None, aut
     if "/" not in name_or_path:
         raise ModelError(EMBEDDED.unknown_message(name_or_path) +
                          ". Or give a local Hugging Face model folder or a hub id such as 'org/model'.")
+    _check_hub_reachable(name_or_path)
     return name_or_path
+
+
+def _hub_cached(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # a malformed id or an old huggingface_hub: let the check below decide
+        return False
+
+
+def _check_hub_reachable(repo_id: str, host: str = "huggingface.co", timeout: float = 3.0) -> None:
+    """Fail at once for a hub id that is neither cached nor downloadable: offline, transformers
+    used to retry for ~50 s and then end in a traceback."""
+    import socket
+
+    if _hub_cached(repo_id):
+        return
+    why = "HF_HUB_OFFLINE is set" if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") else None
+    if why is None:
+        try:
+            socket.create_connection((host, 443), timeout=timeout).close()
+            return
+        except OSError as exc:
+            why = f"{host} cannot be reached: {exc.strerror or exc}"
+    raise ModelError(f"hub id {repo_id!r} is not in the local Hugging Face cache and {why}; download it where "
+                     "there is network, or pass a local model folder (or an embedded name: toolformer models list)")

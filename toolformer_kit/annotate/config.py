@@ -50,7 +50,7 @@ class AnnotateConfig:
     mt_confidence: float = _f(0.8, "language-ID confidence for a chunk to count (MT pre-filter)")
     cap_per_tool: int = _f(25000, "at most this many texts of C* per tool (seeded subset; 0 = no cap)")
     shard_size: int = _f(8, "documents per output shard (the unit of resumption)")
-    tool_timeout: float = _f(10.0, "seconds before a tool call counts as failed")
+    tool_timeout: Optional[float] = _f(None, "seconds before a tool call counts as failed, for every tool (default: each tool's own — 60 for MT and QA — else 10)")
     tool_cache: str = _f("", "tool result cache file (default: <out>/tool-cache.sqlite)")
     device: str = _f("", "torch device (default: cuda if available, else cpu)")
     dtype: str = _f("auto", "compute dtype of both models: auto (bf16 on a GPU or a CPU with hardware bf16, "

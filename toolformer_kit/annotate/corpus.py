@@ -93,9 +93,34 @@ def _from_mapping(obj, fallback_id: str, report: ReadReport) -> Document | None:
     return Document(str(obj.get("id", fallback_id)), text.strip(), meta)
 
 
+def decode_text(data: bytes, path: Path, offset: int = 0) -> str:
+    r"""UTF-8 text, or a CorpusError naming the file and byte offset: a replacement character or a
+    binary file read as text would silently reach C*.
+
+    >>> decode_text("né".encode(), Path("a.txt"))
+    'né'
+    >>> decode_text(b"caf\xe9", Path("a.txt"))
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.annotate.corpus.CorpusError: a.txt is not UTF-8 text: byte 0xe9 at offset 3; convert it (e.g. iconv -f latin1 -t utf-8) or leave it out of --corpus
+    """
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise CorpusError(f"{path} looks like a binary file (NUL byte at offset {offset + nul}); "
+                          "pass text: .jsonl, .txt or .parquet")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {offset + exc.start}; "
+                          "convert it (e.g. iconv -f latin1 -t utf-8) or leave it out of --corpus") from None
+
+
 def _read_jsonl(path: Path, report: ReadReport) -> Iterator[Document]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh):
+    offset = 0
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh):
+            line = decode_text(raw, path, offset).lstrip("\ufeff") if n == 0 else decode_text(raw, path, offset)
+            offset += len(raw)
             if not line.strip():
                 continue
             try:
@@ -109,7 +134,7 @@ def _read_jsonl(path: Path, report: ReadReport) -> Iterator[Document]:
 
 
 def _read_txt(path: Path, report: ReadReport) -> Iterator[Document]:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = decode_text(path.read_bytes(), path).lstrip("\ufeff")
     for n, block in enumerate(re.split(r"\n\s*\n", text)):
         if block.strip():
             yield Document(f"{path.stem}:{n}", block.strip(), {})

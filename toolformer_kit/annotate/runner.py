@@ -38,6 +38,8 @@ from .stages import ShardAnnotator
 
 log = logging.getLogger(__name__)
 FORMAT = "toolformer-kit annotate v1"
+OUTPUTS = ("shards", "run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "corpus.parquet",
+           "summary.json", "manifest.json")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -117,13 +119,35 @@ class Runner:
             docs = docs[: self.cfg.max_docs]
         return docs, split
 
+    def _check_out(self) -> None:
+        """Refuse an --out that would destroy input or files this tool did not write (before any work)."""
+        out = self.out.resolve()
+        if self.out.exists() and not self.out.is_dir():
+            raise ConfigError(f"--out {self.out} is a file; pass a folder (it is created if missing)")
+        if self.cfg.corpus != "default":
+            corpus = Path(self.cfg.corpus).resolve()
+            if corpus == out or out in corpus.parents:
+                raise ConfigError(f"--out {self.out} holds the corpus {self.cfg.corpus}; the run would overwrite "
+                                  "its own input: pass a new folder for --out")
+        if self.out.is_dir() and not (self.out / "run.json").exists():
+            ours = [n for n in OUTPUTS if (self.out / n).exists()]
+            if ours:
+                raise ConfigError(f"--out {self.out} holds {', '.join(ours)} that no annotation run wrote there; "
+                                  "refusing to replace them: pass a new folder for --out")
+        probe = self.out if self.out.exists() else next(p for p in self.out.absolute().parents if p.exists())
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise ConfigError(f"--out {self.out} is not writable ({probe} is read-only); pass a folder you can write")
+        from ..tools.engine import check_cache_file
+
+        if not self._executor:
+            check_cache_file(self.cfg.tool_cache or self.out / "tool-cache.sqlite")
+
     def _prepare_out(self, docs) -> None:
         run_file = self.out / "run.json"
         wanted = {"format": FORMAT, "settings": semantic_settings(self.cfg), "corpus": fingerprint(docs),
                   "documents": len(docs)}
         if self.cfg.overwrite and self.out.exists():
-            for name in ("shards", "run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "corpus.parquet",
-                         "summary.json", "manifest.json"):
+            for name in OUTPUTS:
                 p = self.out / name
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
         if run_file.exists():
@@ -141,6 +165,7 @@ class Runner:
     # ------------------------------------------------------------ main
     def run(self) -> dict:
         t0 = time.perf_counter()
+        self._check_out()
         lm, sampler = self._models()
         tools = self._resolve_tools()
         report = ReadReport()
@@ -165,6 +190,20 @@ class Runner:
     def _shard(self, n: int, suffix: str = ".jsonl") -> Path:
         return self.out / "shards" / f"shard-{n:05d}{suffix}"
 
+    def _done_shard(self, n: int):
+        """A finished shard's candidates; None when it is absent, or unreadable (then it is redone)."""
+        path = self._shard(n)
+        if not path.exists():
+            return None
+        try:
+            cands = R.read_jsonl(path)
+            json.loads(self._shard(n, ".json").read_text(encoding="utf-8"))
+            return cands
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            log.warning("shard %s is damaged (%s: %s); redoing it", path, type(exc).__name__, exc)
+            path.unlink(missing_ok=True)
+            return None
+
     def _run_shards(self, shards, annot: ShardAnnotator) -> int:
         from tqdm.auto import tqdm
 
@@ -175,9 +214,9 @@ class Runner:
         skipped = 0
         try:
             for n, shard in enumerate(shards):
-                if self._shard(n).exists():
+                cands = self._done_shard(n)
+                if cands is not None:
                     skipped += 1
-                    cands = R.read_jsonl(self._shard(n))
                 else:
                     cands, stats = annot.run(shard)
                     write_atomic(self._shard(n, ".json"), json.dumps(stats.to_dict(), indent=1))
@@ -196,7 +235,7 @@ class Runner:
         """The same shards through Ray Data actors; each is written as it comes back."""
         from .ray_engine import run_shards_ray
 
-        todo = [n for n in range(len(shards)) if not self._shard(n).exists()]
+        todo = [n for n in range(len(shards)) if self._done_shard(n) is None]
 
         def write(n: int, jsonl: str, stats: str) -> None:
             write_atomic(self._shard(n, ".json"), stats)

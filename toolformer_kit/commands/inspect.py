@@ -24,8 +24,16 @@ def run(args: argparse.Namespace) -> int:
     from ..inspector.data import load
     from ..inspector.server import serve
 
+    from ..config import ConfigError
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port} is not a port; pass 1-65535, or 0 for any free port")
     data = load(args.folders)
-    server = serve(data, args.port)
+    try:
+        server = serve(data, args.port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror or exc}); "
+                          "pass another --port, or --port 0 for any free one") from None
     host, port = server.server_address[:2]
     print(f"inspecting {len(data.candidates)} candidate(s) and {len(data.generations)} generation(s)")
     print(f"open http://{host}:{port}/  (Ctrl-C to stop)", flush=True)

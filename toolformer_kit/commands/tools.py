@@ -26,8 +26,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_p = sub.add_parser("run", help="run one call and print its result")
     run_p.add_argument("name")
     run_p.add_argument("input", nargs="?", default="", help="the call's input (Calendar takes none)")
-    run_p.add_argument("--timeout", type=float, default=None, help="seconds (default: the tool's, else 10)")
+    run_p.add_argument("--timeout", type=_seconds, default=None, help="seconds (default: the tool's, else 10)")
     run_p.add_argument("--cache", default=None, metavar="FILE", help="SQLite result cache to read and fill")
+
+
+def _seconds(text: str) -> float:
+    from ..config import ConfigError, _number
+
+    try:
+        return _number("timeout", float, text, {"min": 0.001})
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _exit_now_if_abandoned(engine, code: int) -> int:
+    """A timed-out call's thread may still be inside torch; letting the interpreter tear down under
+    it aborts the process (SIGABRT). Everything is printed by now, so leave at once instead."""
+    if engine.abandoned_alive():
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _list() -> int:
@@ -45,22 +66,18 @@ def _list() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from ..calls import ToolCall
     from ..tools import get_tool
     from ..tools.engine import ToolEngine
 
     tool = get_tool(args.name)  # an unknown name is a usage error with a "did you mean"
-    if args.timeout is not None:
-        tool = replace(tool, timeout=args.timeout)
-    engine = ToolEngine({tool.name: tool}, cache_path=args.cache, workers=1)
+    engine = ToolEngine({tool.name: tool}, timeout=args.timeout, cache_path=args.cache, workers=1)
     (res,) = engine.run([ToolCall(tool.name, args.input)])
     if res.result is not None:
         print(res.result)
         return 0
     print(f"no result: {res.error or tool.no_result_hint}", file=sys.stderr)
-    return 1
+    return _exit_now_if_abandoned(engine, 1)
 
 
 def run(args: argparse.Namespace) -> int:

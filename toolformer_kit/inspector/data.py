@@ -8,8 +8,11 @@ An annotation folder is recognised by ``candidates.jsonl``, an evaluation folder
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -37,17 +40,51 @@ def _jsonl(path: Path) -> list[dict]:
     return rows
 
 
+NUMERIC = ("score", "L_minus", "L_plus", "L_empty", "L_result", "tau_f")
+
+
+def finite_or_none(value):
+    """A score as a finite float, else None: NaN, text or a list must not break the page's JSON.
+
+    >>> finite_or_none("1.5"), finite_or_none(float("nan")), finite_or_none("high"), finite_or_none(True)
+    (1.5, None, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    try:
+        num = float(value)
+    except (TypeError, ValueError):
+        return None
+    return num if num - num == 0 else None
+
+
+def _candidate(c: dict, key: str) -> dict:
+    for name in NUMERIC:
+        if name in c:
+            c[name] = finite_or_none(c[name])
+    c["tool"] = str(c.get("tool", "?"))
+    return c | {"_key": key}
+
+
+def _texts(rows: list, field: str) -> dict[str, str]:
+    """id → text; a row without an id or a text is skipped (an edited or foreign file), not fatal."""
+    out = {}
+    for row in rows:
+        if isinstance(row, dict) and "id" in row and isinstance(row.get(field, row.get("text")), str):
+            out.setdefault(str(row["id"]), row.get(field, row.get("text")))
+        else:
+            log.warning("skipped a row without 'id' or text: %.80s", json.dumps(row, default=str))
+    return out
+
+
 def load_annotation(folder: Path, data: InspectData) -> None:
-    cands = _jsonl(folder / "candidates.jsonl")
-    for i, c in enumerate(cands):
-        c["_key"] = f"{folder.name}:{i}"
+    cands = [_candidate(c, f"{folder.name}:{i}") for i, c in enumerate(_jsonl(folder / "candidates.jsonl"))
+             if isinstance(c, dict)]
     data.candidates += cands
-    if (folder / "documents.jsonl").is_file():
-        for row in _jsonl(folder / "documents.jsonl"):
-            data.documents.setdefault(str(row["id"]), row["text"])
-    if (folder / "corpus.jsonl").is_file():  # C* keeps each annotated document's original text
-        for row in _jsonl(folder / "corpus.jsonl"):
-            data.documents.setdefault(str(row["id"]), row.get("original", row.get("text", "")))
+    for name, field in (("documents.jsonl", "text"), ("corpus.jsonl", "original")):  # C* keeps the original
+        if (folder / name).is_file():
+            for k, v in _texts(_jsonl(folder / name), field).items():
+                data.documents.setdefault(k, v)
     if (folder / "summary.json").is_file():
         data.summaries.append({"source": str(folder), **json.loads((folder / "summary.json").read_text("utf-8"))})
 

@@ -15,10 +15,40 @@ from importlib import resources
 from urllib.parse import parse_qs, urlparse
 
 from ..calls import find_calls, format_call
-from .data import InspectData, kept_counts
+from .data import InspectData, finite_or_none, kept_counts
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+def loopback_host(host: str | None) -> bool:
+    """The request names this machine: a DNS-rebinding page comes with its own name and is refused.
+
+    >>> loopback_host("127.0.0.1:8765"), loopback_host("localhost"), loopback_host("evil.example:8765")
+    (True, True, False)
+    """
+    host = (host or "").strip().lower()
+    if host.startswith("["):
+        name = host[: host.find("]") + 1]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name in LOOPBACK
+
+
+def plain(obj):
+    """``obj`` with NaN and infinities as None, so the answer is valid JSON for the browser.
+
+    >>> plain({"a": [1.0, float("nan")], "b": float("inf")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(obj, float):
+        return obj if obj - obj == 0 else None
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    return obj
 
 
 def segments(text: str) -> list[dict]:
@@ -76,7 +106,8 @@ def _filter_candidates(data: InspectData, q: dict) -> list[dict]:
 
 def api(data: InspectData, path: str, q: dict) -> object:
     """Answer one API request (pure, so tests need no server)."""
-    offset, limit = int(q.get("offset") or 0), min(int(q.get("limit") or PAGE_SIZE), 500)
+    offset = max(0, int(q.get("offset") or 0))
+    limit = max(1, min(int(q.get("limit") or PAGE_SIZE), 500))  # a negative limit used to return everything
     if path == "/api/meta":
         return {"sources": data.sources, "tools": data.tools(), "candidates": len(data.candidates),
                 "generations": len(data.generations), "documents": len(data.documents),
@@ -87,7 +118,10 @@ def api(data: InspectData, path: str, q: dict) -> object:
             scores.setdefault(c["tool"], []).append(c.get("score"))
         return scores
     if path == "/api/counts":
-        return kept_counts(data.candidates, float(q.get("tau_f") or 1.0))
+        tau_f = finite_or_none(q.get("tau_f") or 1.0)
+        if tau_f is None:
+            raise ValueError(f"tau_f must be a finite number, got {q.get('tau_f')!r}")
+        return kept_counts(data.candidates, tau_f)
     if path == "/api/candidates":
         rows = _filter_candidates(data, q)
         return {"total": len(rows), "rows": [candidate_view(c, data.documents) for c in rows[offset: offset + limit]]}
@@ -116,6 +150,9 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):  # noqa: N802 (http.server's name)
+        if not loopback_host(self.headers.get("Host")):
+            return self._send(403, b'{"error": "this server answers only to 127.0.0.1 or localhost"}',
+                              "application/json")
         url = urlparse(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         static = {"/": ("page.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript"),
@@ -129,7 +166,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(404, b'{"error": "not found"}', "application/json")
         except ValueError as exc:
             return self._send(400, json.dumps({"error": str(exc)}).encode(), "application/json")
-        self._send(200, json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8")
+        except Exception as exc:  # one bad row must answer an error, not drop the connection
+            log.exception("inspector request %s failed", url.path)
+            return self._send(500, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode(), "application/json")
+        text = json.dumps(plain(body), ensure_ascii=False, default=str, allow_nan=False)
+        self._send(200, text.encode("utf-8"), "application/json; charset=utf-8")
 
 
 def serve(data: InspectData, port: int = 8765, background: bool = False) -> ThreadingHTTPServer:

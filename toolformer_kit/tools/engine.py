@@ -31,8 +31,10 @@ Why each part:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -47,6 +49,8 @@ from tqdm import tqdm
 from ..calls import ToolCall
 from ..registry import UnknownNameError
 from .base import Tool
+
+DEFAULT_TIMEOUT = 10.0  # seconds, for a tool without its own timeout when the caller sets none
 
 log = logging.getLogger(__name__)
 
@@ -118,12 +122,38 @@ def cache_key(tool: Tool, text: str) -> str:
     return hashlib.sha256(f"{tool.name}\x1f{tool.version}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def check_cache_file(path: str | Path) -> Path:
+    """Make ``path`` usable as a cache before any work is done: a folder is a usage error, and a file
+    that is not a SQLite database is moved aside (with a warning) so a fresh cache starts there.
+
+    Why at start-up: a broken cache used to surface only after the models had loaded and sampled.
+    """
+    from ..config import ConfigError
+
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"tool cache {path} is a folder; pass a file path such as {path / 'tool-cache.sqlite'}")
+    if path.is_file() and path.stat().st_size:
+        try:
+            with contextlib.closing(sqlite3.connect(str(path), timeout=60)) as db:
+                db.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc):
+                return path
+            aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
+            os.replace(path, aside)
+            log.warning("tool cache %s is not a SQLite database (%s); moved it to %s and started a fresh one",
+                        path, exc, aside)
+    return path
+
+
 class ResultCache:
     """A SQLite table key → (result or NULL); safe to share between threads and processes."""
 
     def __init__(self, path: str | Path):
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(Path(path).expanduser()), timeout=60, check_same_thread=False,
+        path = check_cache_file(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False,
                                    isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
@@ -185,7 +215,7 @@ def _worker(tool: Tool, text: str, key: int, out: "queue.Queue") -> None:
 class ToolEngine:
     """Executes batches of :class:`ToolCall` against a set of tools (default: the registry)."""
 
-    def __init__(self, tools: Mapping[str, Tool] | None = None, timeout: float = 10.0,
+    def __init__(self, tools: Mapping[str, Tool] | None = None, timeout: float | None = None,
                  cache_path: str | None = None, workers: int = 4, progress: bool = False):
         self.tools = tools
         self.progress = progress  # a tqdm bar per batch, for batches a user waits on
@@ -194,6 +224,7 @@ class ToolEngine:
         self.cache = ResultCache(cache_path) if cache_path else None
         self.stats = EngineStats()
         self._prepared: dict[int, Tool] = {}
+        self._abandoned: list[threading.Thread] = []
 
     def _tool(self, name: str) -> Tool:
         if self.tools is None:
@@ -310,7 +341,7 @@ class ToolEngine:
                     done[job] = ExecResult(None, error)
         waiting = [j for j in jobs if j not in done]
         out: queue.Queue = queue.Queue()  # one per batch: late results of abandoned calls land here unread
-        running: dict[int, tuple[tuple[str, str], float]] = {}
+        running: dict[int, tuple[tuple[str, str], float, threading.Thread]] = {}
         serial = 0
         with tqdm(total=len(jobs), initial=len(done), desc="tool calls", unit=" calls", leave=False,
                   disable=not self.progress) as bar:
@@ -318,9 +349,10 @@ class ToolEngine:
                 for job in self._startable(waiting, running, tools):
                     waiting.remove(job)
                     serial += 1
-                    threading.Thread(target=_worker, args=(tools[job[0]], job[1], serial, out), daemon=True,
-                                     name=f"tool-{job[0]}").start()
-                    running[serial] = (job, time.monotonic())
+                    thread = threading.Thread(target=_worker, args=(tools[job[0]], job[1], serial, out),
+                                              daemon=True, name=f"tool-{job[0]}")
+                    thread.start()
+                    running[serial] = (job, time.monotonic(), thread)
                 before = len(done)
                 self._collect(out, running, done, tools)
                 bar.update(len(done) - before)
@@ -330,7 +362,7 @@ class ToolEngine:
         """Jobs that fit in the free workers and their tool's ``concurrency`` (a model-backed tool
         runs one call at a time, so a queued call's clock must not start before its turn)."""
         busy = defaultdict(int)
-        for job, _ in running.values():
+        for job, *_ in running.values():
             busy[job[0]] += 1
         chosen = []
         for job in waiting:
@@ -343,23 +375,31 @@ class ToolEngine:
         return chosen
 
     def _limit(self, tool: Tool) -> float:
-        return tool.timeout if tool.timeout is not None else self.timeout
+        """The engine's timeout (the user's) bounds every tool; a tool's own is used only without it."""
+        if self.timeout is not None:
+            return min(self.timeout, tool.timeout) if tool.timeout is not None else self.timeout
+        return tool.timeout if tool.timeout is not None else DEFAULT_TIMEOUT
+
+    def abandoned_alive(self) -> int:
+        """Timed-out calls whose threads still run (a process exiting under them may abort)."""
+        return sum(t.is_alive() for t in self._abandoned)
 
     def _collect(self, out: "queue.Queue", running: dict, done: dict, tools: dict[str, Tool]) -> None:
         """Wait for one result or the earliest deadline, then retire whatever finished or overran."""
         now = time.monotonic()
-        deadline = min(start + self._limit(tools[job[0]]) for job, start in running.values())
+        deadline = min(start + self._limit(tools[job[0]]) for job, start, _ in running.values())
         try:
             key, result, error, seconds = out.get(timeout=max(0.0, deadline - now))
             if key in running:
-                job, _ = running.pop(key)
+                job, *_ = running.pop(key)
                 done[job] = ExecResult(result, error, False, seconds)
         except queue.Empty:
             pass
         now = time.monotonic()
-        for key, (job, start) in list(running.items()):
+        for key, (job, start, thread) in list(running.items()):
             limit = self._limit(tools[job[0]])
             if now - start >= limit:
                 running.pop(key)
+                self._abandoned.append(thread)
                 log.warning("%s(%r) timed out after %.1f s; its thread is abandoned", job[0], job[1][:60], limit)
                 done[job] = ExecResult(None, f"timed out after {limit:g} s", False, now - start)

@@ -16,10 +16,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import textwrap
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ...config import ConfigError
 from ...registry import Registry
 from .. import metrics as M
 
@@ -96,7 +98,17 @@ class Task:
     note: str = ""  # a choice the reader of a report should know about (shown with the task)
 
     def load(self, data_dir: str | Path) -> list[Example]:
-        return self.loader(Path(data_dir))
+        """The examples, or one BenchmarkError naming the task, the file and the field at fault."""
+        _LAST_FILE.path = None
+        try:
+            return self.loader(Path(data_dir))
+        except (FileNotFoundError, BenchmarkError):
+            raise
+        except Exception as exc:
+            where = _LAST_FILE.path or data_dir
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise BenchmarkError(f"task {self.name}: cannot read {where} ({what}); check the file against "
+                                 "shared/data/README.md, or drop the task from --tasks") from None
 
     def score(self, prediction: str, example: Example) -> bool:
         return METRICS.get(self.metric)(prediction, example)
@@ -128,8 +140,16 @@ def task_list(names: Sequence[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+class BenchmarkError(ConfigError):
+    """A benchmark file that is malformed or has the wrong shape; the message names file and field."""
+
+
+_LAST_FILE = threading.local()  # the file a loader asked for last, so a parse error can name it
+
+
 def require(path: Path, what: str) -> Path:
     """``path`` if it exists, else one error that names the flag to fix."""
+    _LAST_FILE.path = path
     if not path.exists():
         raise FileNotFoundError(
             f"{what} not found at {path}; pass --data-dir pointing at a folder laid out like "

@@ -1,0 +1,280 @@
+"""Issue 18: nothing a user types or feeds in loses data or ends in a traceback.
+
+One row per hostile input: the command, the expected exit code, a fragment of the one error line,
+and a check on disk that nothing was written and nothing lost (every file's bytes before == after).
+Rows that reach the model (the corpus decode checks) load the embedded SmolLM2 and are marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+
+import pytest
+
+from toolformer_kit.cli import main
+
+DOCS = [{"id": f"d{i}", "text": f"Doc {i}: 12 plus 30 is 42, item {i}."} for i in range(6)]
+
+
+def snapshot(root) -> dict:
+    """Every file under ``root`` with its bytes' hash, and every folder."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            out[os.path.relpath(os.path.join(dirpath, d), root)] = "dir"
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def setup(tmp):
+    """The folders and files the rows point at."""
+    d = tmp / "d"
+    d.mkdir()
+    (d / "corpus.jsonl").write_text("".join(json.dumps(x) + "\n" for x in DOCS))
+    foreign = tmp / "foreign"
+    foreign.mkdir()
+    (foreign / "corpus.jsonl").write_text('{"text": "a file the user made"}\n')
+    (tmp / "latin1.jsonl").write_bytes(b'{"text": "caf\xe9 costs 3 plus 4 euros"}\n')
+    (tmp / "random.txt").write_bytes(bytes(range(256)) * 4)
+    (tmp / "afile").write_text("not a folder")
+    for name, text in {"k37.yaml": "k: 3.7\n", "ktrue.yaml": "k: true\n", "nan.yaml": "tau_f: .nan\n",
+                       "shard0.yaml": "shard_size: 0\n", "kabc.yaml": 'k: "abc"\n', "maxlen.yaml": 'max_length: "x"\n',
+                       "limit.yaml": 'limit: "ten"\n'}.items():
+        (tmp / name).write_text(text)
+    return {"d": d, "c": d / "corpus.jsonl", "foreign": foreign, "o": tmp / "out", "tmp": tmp}
+
+
+ANN = ["annotate", "--corpus", "{c}", "--out", "{o}", "--tools", "Calculator", "--no-progress"]
+ROWS = [
+    # issue item, argv, exit code, fragment of the error line
+    ("1 out is the corpus folder", ["annotate", "--corpus", "{d}", "--out", "{d}"], 2, "holds the corpus"),
+    ("1 out holds the corpus file", ["annotate", "--corpus", "{c}", "--out", "{d}"], 2, "holds the corpus"),
+    ("1 out holds foreign outputs", ["annotate", "--corpus", "{c}", "--out", "{foreign}"], 2,
+     "no annotation run wrote"),
+    ("3 tool cache is a folder", ANN + ["--tool-cache", "{d}"], 2, "is a folder"),
+    ("7 --k -1", ANN + ["--k", "-1"], 2, "k must be >= 1"),
+    ("7 --m -2", ANN + ["--m", "-2"], 2, "m must be >= 1"),
+    ("7 --tau-s 5", ANN + ["--tau-s", "5"], 2, "tau_s must be between 0 and 1"),
+    ("7 --tools ''", ["annotate", "--tools", ""], 2, "tools must not be empty"),
+    ("7 eval --limit -1", ["eval", "--limit", "-1"], 2, "limit must be >= 1"),
+    ("7 eval --limit 0", ["eval", "--limit", "0"], 2, "limit must be >= 1"),
+    ("7 k: 3.7", ANN + ["--config", "{tmp}/k37.yaml"], 2, "k must be a whole number"),
+    ("7 k: true", ANN + ["--config", "{tmp}/ktrue.yaml"], 2, "k must be a whole number"),
+    ("7 tau_f: .nan", ANN + ["--config", "{tmp}/nan.yaml"], 2, "tau_f must be a finite number"),
+    ("7 --temperature -1", ANN + ["--temperature", "-1"], 2, "temperature must be >= 0"),
+    ("7 shard_size: 0", ANN + ["--config", "{tmp}/shard0.yaml"], 2, "shard_size must be >= 1"),
+    ("7 --window-tokens -5", ANN + ["--window-tokens", "-5"], 2, "window_tokens must be >= 0"),
+    ("8 k: 'abc'", ANN + ["--config", "{tmp}/kabc.yaml"], 2, "k must be a whole number"),
+    ("8 max_length: 'x'", ["train", "--config", "{tmp}/maxlen.yaml"], 2, "max_length must be a whole number"),
+    ("8 limit: 'ten'", ["eval", "--config", "{tmp}/limit.yaml"], 2, "limit must be a whole number"),
+    ("8 --out is a file", ["annotate", "--corpus", "{c}", "--out", "{tmp}/afile"], 2, "is a file"),
+    ("8 tools run --cache DIR", ["tools", "run", "Calculator", "1 + 2", "--cache", "{d}"], 2, "is a folder"),
+    ("8 tools run --timeout -1", ["tools", "run", "Calculator", "1 + 2", "--timeout", "-1"], 2, "timeout must be"),
+    ("8 inspect on an invalid port", ["inspect", "{d}", "--port", "70000"], 2, "is not a port"),
+    ("9a --disabled=maybe", ["generate", "--disabled=maybe", "p"], 2, "takes no value"),
+]
+MODEL_ROWS = [
+    ("6 non-UTF-8 corpus", ["annotate", "--corpus", "{tmp}/latin1.jsonl", "--out", "{o}"], 2,
+     "not UTF-8 text: byte 0xe9 at offset 13"),
+    ("6 binary corpus", ["annotate", "--corpus", "{tmp}/random.txt", "--out", "{o}"], 2,
+     "looks like a binary file (NUL byte at offset 0)"),
+]
+
+
+def run_row(tmp_path, capsys, argv, code, fragment):
+    paths = setup(tmp_path)
+    before = snapshot(tmp_path)
+    try:
+        rc = main([a.format(**paths) for a in argv])
+    except SystemExit as exc:  # argparse usage errors
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == code, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1 and fragment in lines[0], err
+    assert snapshot(tmp_path) == before  # nothing written, nothing lost
+
+
+@pytest.mark.parametrize("name,argv,code,fragment", ROWS, ids=[r[0] for r in ROWS])
+def test_bad_input_is_one_line_and_touches_nothing(tmp_path, capsys, name, argv, code, fragment):
+    run_row(tmp_path, capsys, argv, code, fragment)
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("name,argv,code,fragment", MODEL_ROWS, ids=[r[0] for r in MODEL_ROWS])
+def test_bad_corpus_is_refused_naming_the_byte(tmp_path, capsys, name, argv, code, fragment):
+    run_row(tmp_path, capsys, argv, code, fragment)
+
+
+def test_hub_id_offline_fails_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run_row(tmp_path, capsys, ["generate", "--model", "no-such-org/no-such-model", "hi"], 2,
+            "is not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
+
+
+def test_inspect_on_a_busy_port(tmp_path, capsys):
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        paths = setup(tmp_path)
+        (paths["d"] / "candidates.jsonl").write_text('{"tool": "Calculator", "doc_id": "d0", "score": 1.0}\n')
+        before = snapshot(tmp_path)
+        assert main(["inspect", str(paths["d"]), "--port", str(busy.getsockname()[1])]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "cannot listen on 127.0.0.1" in err and "--port 0" in err
+        assert snapshot(tmp_path) == before
+    finally:
+        busy.close()
+
+
+def test_boolean_flags_never_swallow_a_prompt():
+    from toolformer_kit.cli import _parse, build_parser
+
+    args = _parse(build_parser(), ["generate", "--disabled", "prompt one", "prompt two"])
+    assert args.disabled is True and args.prompts == ["prompt one", "prompt two"]
+    args = _parse(build_parser(), ["generate", "--no-disabled", "p"])
+    assert args.disabled is False and args.prompts == ["p"]
+    assert _parse(build_parser(), ["annotate", "--progress", "false"]).progress is False  # older form still works
+
+
+# ---------------------------------------------------------------- one test per fix, below the CLI
+
+
+def test_huge_number_does_not_break_the_calculator_prefilter_and_many_numbers_are_fast():
+    import time
+
+    from toolformer_kit.annotate.prefilters import calculator_keep
+
+    assert calculator_keep("x " + "9" * 5000 + " and 1 plus 2 is 3") is True  # Fraction() of >4,300 digits raised
+    text = " ".join(str(1_000_003 + 7919 * i * i) for i in range(80))  # 80 seven-digit numbers: 57 s before
+    start = time.perf_counter()
+    calculator_keep(text)
+    assert time.perf_counter() - start < 2.0
+
+
+def _fake_runner(tmp_path, cache=""):
+    from tests.annotate.fakes import FakeEngine, FakeLM, calculator_tool
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.annotate.execute import Executor
+    from toolformer_kit.annotate.runner import Runner
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(x) + "\n" for x in DOCS))
+    cfg = AnnotateConfig(corpus=str(corpus), out=str(tmp_path / "out"), tools=["Calculator"], shard_size=2,
+                         k=2, m=4, tau_f=0.5, progress=False, tool_cache=cache)
+    executor = None if cache else Executor(engine_factory=FakeEngine)
+    return Runner(cfg, lm=FakeLM(), tools=[calculator_tool()], executor=executor)
+
+
+def test_a_truncated_shard_is_redone_with_a_warning(tmp_path, caplog):
+    _fake_runner(tmp_path).run()
+    out = tmp_path / "out"
+    whole = (out / "corpus.jsonl").read_bytes()
+    shard = out / "shards" / "shard-00001.jsonl"
+    shard.write_bytes(shard.read_bytes()[:-7])  # cut mid-line, as a full disk would
+    (out / "manifest.json").unlink()
+    _fake_runner(tmp_path).run()
+    assert (out / "corpus.jsonl").read_bytes() == whole
+    assert any("shard-00001.jsonl is damaged" in r.getMessage() for r in caplog.records)
+
+
+def test_a_tool_cache_that_is_not_a_database_is_moved_aside(tmp_path, caplog):
+    bad = tmp_path / "cache.sqlite"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    _fake_runner(tmp_path, cache=str(bad)).run()
+    aside = list(tmp_path.glob("cache.sqlite.broken-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == b"this is not sqlite" * 100  # kept, not lost
+    import sqlite3
+
+    assert sqlite3.connect(bad).execute("SELECT COUNT(*) FROM results").fetchone()[0] > 0
+    assert any("not a SQLite database" in r.getMessage() for r in caplog.records)
+
+
+def test_the_engine_timeout_bounds_a_tool_with_its_own_longer_timeout():
+    import time
+
+    from toolformer_kit.calls import ToolCall
+    from toolformer_kit.tools.base import Tool
+    from toolformer_kit.tools.engine import ToolEngine
+
+    slow = Tool("Slow", lambda s: time.sleep(3) or "late", "Use Slow.", [("a", "[Slow(x) -> y] a")], timeout=60.0)
+    engine = ToolEngine({"Slow": slow}, timeout=0.2)
+    start = time.perf_counter()
+    (res,) = engine.run([ToolCall("Slow", "x")])
+    assert res.result is None and "timed out after 0.2 s" in res.error and time.perf_counter() - start < 2
+    assert engine.abandoned_alive() == 1
+
+
+def test_inspector_host_limit_and_bad_scores(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    from toolformer_kit.inspector.data import load
+    from toolformer_kit.inspector.server import api, serve
+
+    (tmp_path / "candidates.jsonl").write_text(
+        "".join(json.dumps({"tool": "Calculator", "doc_id": f"d{i}", "char_offset": 0, "input": "1+1",
+                            "score": s, "kept": False}) + "\n" for i, s in enumerate([1.0, "high", None, 2.0]))
+        + '{"tool": "Calculator", "doc_id": "d9", "score": NaN}\n')
+    (tmp_path / "documents.jsonl").write_text('{"text": "no id here"}\n{"id": "d0", "text": "ok"}\n')
+    data = load([tmp_path])
+    assert api(data, "/api/candidates", {"limit": "-1"})["rows"].__len__() == 1  # was: every row
+    server = serve(data, 0, background=True)
+    port = server.server_address[1]
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/scores", timeout=10).read()
+        assert json.loads(body) == {"Calculator": [1.0, None, None, 2.0, None]}  # valid JSON, no NaN
+        evil = urllib.request.Request(f"http://127.0.0.1:{port}/api/meta", headers={"Host": f"evil.example:{port}"})
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(evil, timeout=10)
+        assert info.value.code == 403
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_malformed_benchmark_file_names_task_file_and_field(tmp_path):
+    from toolformer_kit.eval.tasks import TASKS
+    from toolformer_kit.eval.tasks.base import BenchmarkError
+
+    (tmp_path / "math").mkdir()
+    (tmp_path / "math" / "SVAMP.json").write_text('[{"Body": "x"}]')
+    with pytest.raises(BenchmarkError, match=r"task svamp: cannot read .*SVAMP.json \(missing field 'ID'\)"):
+        TASKS.get("svamp").load(tmp_path)
+    (tmp_path / "math" / "SVAMP.json").write_text('{"a": [')
+    with pytest.raises(BenchmarkError, match="SVAMP.json .JSONDecodeError"):
+        TASKS.get("svamp").load(tmp_path)
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_mt_timeout_exits_cleanly(tmp_path):
+    """SIGABRT (rc 134) before the fix: the abandoned thread was still inside torch at exit."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "toolformer_kit.cli", "tools", "run", "MT",
+                           "Guten Morgen, wie geht es dir heute in der schönen Stadt", "--timeout", "1"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "no result: timed out after 1 s" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_sigkill_campaign_resumes_identically():
+    """benchmarks/campaign_sigkill.py: 20 seeded SIGKILL moments, each resumed, output identical."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "campaign_sigkill.py"
+    proc = subprocess.run([sys.executable, str(script), "--kills", "20"], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0 and "20/20 resumed outputs identical, 0 duplicated" in proc.stdout, proc.stdout
