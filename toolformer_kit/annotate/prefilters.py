@@ -221,12 +221,18 @@ def _foreign_between_english(labels: list[str]) -> bool:
 def mt_leaks(text: str, char_offset: int, call_input: str) -> bool:
     """True if an MT input appears after the call position but not before it.
 
+    Compared without case: a sampled input often drops the capital of the sentence it copies
+    ("le piano est …" from "Le piano est …"), and that is the same look-ahead.
+
     >>> t = "He said bonjour tout le monde to everyone."
     >>> mt_leaks(t, 7, "bonjour tout le monde"), mt_leaks(t, 35, "bonjour tout le monde")
     (True, False)
+    >>> mt_leaks("A piano is. Le piano est un instrument.", 7, "le piano est un instrument")
+    True
     """
-    needle = " ".join((call_input or "").split())
+    needle = " ".join((call_input or "").split()).casefold()
     if not needle:
         return False
-    before, after = " ".join(text[:char_offset].split()), " ".join(text[char_offset:].split())
+    before = " ".join(text[:char_offset].split()).casefold()
+    after = " ".join(text[char_offset:].split()).casefold()
     return needle in after and needle not in before
