@@ -80,5 +80,43 @@ def test_hub_id_without_network_is_a_clear_error(monkeypatch):
     from toolformer_kit.hf_lm import HFLanguageModel
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(RuntimeError, match="Without access to a model hub"):
+    with pytest.raises(RuntimeError, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):
         HFLanguageModel.load("some-org/some-model-that-is-not-cached")
+
+
+def test_two_processes_pulling_one_model_convert_it_once(tmp_path, monkeypatch):
+    """A pipeline and a test run pulling the same model at once: the second waits for the first
+    and uses its folder (it used to fail renaming onto the folder the first had just put in place)."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(name="fake-model", packages=("fake-pkg",), sha256=None, gguf_name="m.gguf")
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF\x03\x00")
+    converted = []
+
+    def convert(gguf_dir, gguf_name, out):
+        converted.append(out)
+        time.sleep(0.3)  # long enough for the other puller to arrive meanwhile
+        out.mkdir()
+        (out / "config.json").write_text("{}")
+
+    monkeypatch.setattr(models.EMBEDDED, "get", lambda name: spec)
+    monkeypatch.setattr(models, "source_files", lambda s: [gguf])
+    monkeypatch.setattr(models, "convert_gguf", convert)
+    results, errors = [], []
+
+    def worker():
+        try:
+            results.append(pull("fake-model", cache=tmp_path / "cache"))
+        except Exception as exc:  # pragma: no cover - what the test guards against
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(converted) == 1
+    assert results[0] == results[1] and is_complete(results[0])

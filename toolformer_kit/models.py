@@ -11,6 +11,7 @@ Any other model is given as a local Hugging Face folder or a hub id; see :func:`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.metadata as md
@@ -232,13 +233,38 @@ def convert_gguf(gguf_dir: Path, gguf_name: str, out: Path) -> None:
     tok.save_pretrained(out)
 
 
+@contextlib.contextmanager
+def _pull_lock(target: Path):
+    """Hold an exclusive lock per model folder: two processes pulling the same model at once (a
+    test run beside a pipeline) would otherwise both convert it and the second rename would fail
+    on the folder the first one just put in place."""
+    import fcntl
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def pull(name: str, cache: str | os.PathLike | None = None, force: bool = False) -> Path:
-    """Install, assemble and convert an embedded model; a second call returns at once."""
+    """Install, assemble and convert an embedded model; a second call returns at once, and a call
+    that waited on another process pulling the same model uses that process's result."""
     spec = EMBEDDED.get(name)
     target = model_dir(spec.name, cache)
     if not force and is_complete(target):
         log.info("%s already pulled at %s", spec.name, target)
         return target
+    with _pull_lock(target):
+        if not force and is_complete(target):
+            log.info("%s was pulled meanwhile by another process at %s", spec.name, target)
+            return target
+        return _pull_locked(spec, target)
+
+
+def _pull_locked(spec, target: Path) -> Path:
     if target.exists():
         log.warning("rebuilding incomplete or damaged model folder %s", target)
         shutil.rmtree(target)
