@@ -278,3 +278,20 @@ def test_sigkill_campaign_resumes_identically():
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "campaign_sigkill.py"
     proc = subprocess.run([sys.executable, str(script), "--kills", "20"], capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0 and "20/20 resumed outputs identical, 0 duplicated" in proc.stdout, proc.stdout
+
+
+def test_read_only_out_is_refused(tmp_path, capsys, monkeypatch):
+    """A read-only --out: as root (CI) permission bits do not stop writes, so the folder is made
+    read-only with chmod where that holds, and the access check is told so where it does not."""
+    import toolformer_kit.annotate.runner as runner
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    if os.access(ro, os.W_OK):  # root: chmod does not bind, so answer as a non-root user would
+        real = os.access
+        monkeypatch.setattr(runner.os, "access", lambda p, mode: False if str(p) == str(ro) else real(p, mode))
+    try:
+        run_row(tmp_path, capsys, ANN[:4] + [str(ro)] + ANN[5:], 2, "is not writable")
+    finally:
+        ro.chmod(0o755)
