@@ -15,35 +15,46 @@ from typing import Mapping, Sequence
 
 log = logging.getLogger(__name__)
 
-# Seconds on an idle machine of this kind (2 threads, fp32). Derived from the measurements in
-# shared/notes/measured-here.md and the default pipeline's timed run (annotation benchmark:
-# SmolLM2 samples a Calculator call in ~0.3 s and scores one in ~0.05 s; LoRA training ~0.0045 s
-# per token, 30 steps of 8 × 192 tokens in ~3.4 min; evaluation ~0.2 s per maths example and
-# setting), with Qwen priced at its measured forward-throughput ratio to SmolLM2 (130 vs 465
-# tokens/s, ×3.6). The smoke runs of both recipes (README, "Evidence") checked the *shape* of this
-# model stage by stage; their absolute times ran 3–20× slower because the machine was shared.
+# Seconds on this kind of machine (2 threads, fp32) with nothing else running. Qwen's come from the
+# math smoke run (2 documents → 4 windows, k 3, m 2, 2 training steps, 8 SVAMP problems; load
+# average ~2, i.e. this job alone): positions 9.9 s / 4 windows, sampling 31.7 s / 24 calls,
+# scoring 15.1 s / 15 candidates, a training step of 8 sequences ~35 s (~0.03 s per token), the
+# fixed part of a run (load, 3 dev passes, merge, save) ~35 s + the dev passes, evaluation 1.7 s
+# per example and setting at batch 8 (measured again at batch 32: 1.7× faster per example).
+# SmolLM2's come from the search smoke run and the default pipeline's timed run (LoRA ~0.0045 s
+# per token, evaluation ~0.2 s per maths example and setting); see README "Evidence".
 #   positions:    one annotation window's p_i pass (≤ 128 tokens, the instruction prompt's KV cached)
 #   sample:       one sampled call (≤ 32 new tokens, batched)
 #   score:        one scored candidate (the filter's L⁻/L⁺ passes; WikiSearch results make it longer)
 #   train_token:  one training token, forward + backward with LoRA, in steps of 8 sequences
 #   train_fixed:  per run: loading, the dev-perplexity passes, merging and saving
-#   eval:         one example in one setting, batch 8, greedy (maths: 24-token answers; QA: 40 + a result)
+#   eval:         one example in one setting at batch 8, greedy (maths: 24-token answers; QA: 40 + a result)
 #   load:         loading one model for evaluation
 RATES = {
-    "smollm2-135m": {"positions": 0.5, "sample": 0.3, "score": 0.06, "train_token": 0.0045, "train_fixed": 30.0,
-                     "eval": {"math": 0.2, "qa": 0.6}, "load": 3.0},
-    "qwen2.5-coder-0.5b": {"positions": 2.0, "sample": 1.05, "score": 0.2, "train_token": 0.016, "train_fixed": 90.0,
-                           "eval": {"math": 0.75, "qa": 2.2}, "load": 8.0},
+    "smollm2-135m": {"positions": 0.7, "sample": 0.36, "score": 0.3, "train_token": 0.0045, "train_fixed": 40.0,
+                     "eval": {"math": 0.25, "qa": 0.8}, "load": 3.0},
+    "qwen2.5-coder-0.5b": {"positions": 2.5, "sample": 1.3, "score": 1.0, "train_token": 0.03, "train_fixed": 120.0,
+                           "eval": {"math": 1.7, "qa": 3.0}, "load": 8.0},
 }
 # Windows of ≤ 128 tokens per document, measured on the corpora (SmolLM2's tokenizer): a GSM8K
 # problem with its solution is ~2 windows, a Wikipedia lead summary ~1.33.
 WINDOWS_PER_DOC = {"gsm8k": 2.0, "wiki": 1.33}
 PAPER_SAMPLES = {"Calculator": (20, 10), "Calendar": (5, 5), "WikiSearch": (5, 5), "QA": (5, 5), "MT": (20, 10)}
-SCORED_SHARE = 0.8  # sampled calls that parse and run, and so are scored
+SCORED_SHARE = 0.63  # sampled calls that parse and run, and so are scored (15 of 24 in the math smoke run)
 MATH_TASKS = {"svamp", "asdiv", "mawps"}
 SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59}  # examples that pass the LAMA filter on the shared copies
 EVAL_RUNS = 4  # base, +CC, tool-trained with tools, tool-trained disabled
 MODEL_LOADS = 3
+
+
+def eval_speedup(batch: int) -> float:
+    """Per-example speed-up of decoding ``batch`` prompts together over 8: a decoding step reads
+    every weight once for the whole batch (measured 1.7× at 32 for Qwen; 16 interpolated).
+
+    >>> eval_speedup(8), eval_speedup(16), eval_speedup(32)
+    (1.0, 1.35, 1.7)
+    """
+    return 1.7 if batch >= 32 else 1.35 if batch >= 16 else 1.0
 
 
 def _rates(model: str) -> dict:
@@ -71,13 +82,14 @@ def estimate(cfg) -> dict[str, float]:
     >>> e = estimate(ExperimentConfig(name="t", model="smollm2-135m", docs=10, k=5, m=5, train_steps=10,
     ...                               max_length=100, tasks=["svamp"], eval_limit=100))
     >>> round(e["annotate"]), round(e["train (tools)"]), round(e["evaluate"])
-    (184, 66, 89)
+    (288, 76, 109)
     """
     r = _rates(cfg.model)
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
     examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
-    evaluate = EVAL_RUNS * sum(n * s for n, s in zip(examples, per)) + MODEL_LOADS * r["load"]
+    evaluate = EVAL_RUNS * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) \
+        + MODEL_LOADS * r["load"]
     return {"models": 5.0, "corpus": 5.0, "annotate": annotate_seconds(cfg, r), "train (tools)": train,
             "train (+CC)": train, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
 

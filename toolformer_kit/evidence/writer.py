@@ -32,6 +32,10 @@ def deviations(cfg) -> list[str]:
     if cfg.k or cfg.m:
         out.append(f"Annotation takes k = {cfg.k or 'per tool'} positions and m = {cfg.m or 'per tool'} calls per "
                    "position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
+    if cfg.tau_s is not None or cfg.tau_f is not None:
+        out.append(f"Thresholds τs = {cfg.tau_s if cfg.tau_s is not None else 'per tool'}, τf = "
+                   f"{cfg.tau_f if cfg.tau_f is not None else 'per tool'} for every tool (the paper: τs 0.05 and "
+                   "τf 1.0; Calculator τs 0 and τf 0.5).")
     if cfg.lama_search:
         out.append("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here "
                    "it is the only tool trained, so without it LAMA would measure no tool at all.")
