@@ -61,7 +61,7 @@ class ExperimentConfig:
     k_eval: int = _f(10, "a call opens when ' [' is among the top k tokens (the paper's k = 10)", min=1)
     lama_search: bool = _f(False, "let WikiSearch run on LAMA (the paper disables it there; stated as a deviation)")
     ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
-    bootstrap: int = _f(1000, "bootstrap resamples for every 95% interval")
+    bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
     # ------------------------------------------------------------ goals (the verdict checks them)
     goal_gain: float = _f(20.0, "points that tools must add over disabled on one task (paired interval > 0)",
                           min=0, max=100)

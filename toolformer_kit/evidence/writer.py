@@ -16,7 +16,8 @@ from ..config import to_dict
 from .ceiling import read_flags
 from .cost import clock, estimate
 from .funnel import funnel_rows
-from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, machine, pct, task_funnels,
+from . import results
+from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, pct, task_funnels,
                       tools_setting, verdict_blocks, verdict_text, with_ci)
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ def collect(cfg, out: Path) -> dict:
             "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
             "tools_setting": on, "funnel": funnels, "annotation": _annotation(out), "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
-            "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(), "machine": machine(),
+            "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
+            "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(cfg), "interval": "95% percentile bootstrap over examples, "
             f"{cfg.bootstrap} resamples; the difference is resampled per example (paired)"}
 
