@@ -154,14 +154,15 @@ class Progress:
         return self.stages.index(stage) + 1
 
 
-def matmul_gflops(n: int = 2048, repeats: int = 7) -> float:
-    """The fp32 roofline: the rate of a plain n² matmul through torch on its current threads
-    (median of ``repeats``), which a dense transformer forward can approach on a CPU."""
+def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
+    """The roofline: the rate of a plain n² matmul through torch on its current threads (median of
+    ``repeats``; fp32 unless ``dtype`` says otherwise), which a dense transformer forward can
+    approach on a CPU. benchmarks/bench_models.py measures it the same way."""
     import statistics
 
     import torch
 
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b  # warm-up
     times = []
     for _ in range(repeats):

@@ -120,7 +120,8 @@ def verdict_text(rows: Sequence[Mapping], goal: Mapping, funnels: Mapping[str, M
                 f"model scores {diff_ci(row)} points more with tools than with calls disabled, calling on "
                 f"{pct(row['call_rate'])}% of inputs.")
     if goal["best"] is None:
-        return f"No result yet (goal: {want})."
+        what = "no task was evaluated" if not rows else f"no task has examples in the {goal['subset']} subset"
+        return f"The goal cannot be judged: {what} (goal: {want})."
     row = next(r for r in rows if r["task"] == goal["best"])
     where = weakest_step(funnels[goal["best"]]) if goal["best"] in funnels else ""
     return (f"Goal not met (goal: {want}). The largest paired difference is {diff_ci(row[goal['subset']])} "

@@ -135,8 +135,9 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
     a = res["annotation"]
     if not a:
         return []
-    rows = [(tool, k.get("scored", 0), *(f"{k.get(t, {}).get('calls', 0)} / {k.get(t, {}).get('texts', 0)}"
-                                         for t in ("tau_f=0.5", "tau_f=1.0", "tau_f=2.0"))) for tool, k in a["kept"].items()]
+    taus = ("tau_f=0.5", "tau_f=1.0", "tau_f=2.0")
+    kept = lambda k, t: f"{k.get(t, {}).get('calls', 0)} / {k.get(t, {}).get('texts', 0)}"  # noqa: E731
+    rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
     blocks = [R.Block("h2", "Annotation (C*)"),
               R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call."),
               R.Block("table", header=("tool", "scored", "kept calls / texts at τf 0.5", "at τf 1.0", "at τf 2.0"),
