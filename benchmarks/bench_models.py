@@ -21,18 +21,9 @@ from pathlib import Path
 
 import torch
 
+from toolformer_kit.evidence.cost import matmul_gflops  # noqa: E402,F401  (the one roofline probe)
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def matmul_gflops(n: int = 2048, repeats: int = 7, dtype: torch.dtype = torch.float32) -> float:
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    a @ b  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9
 
 
 def rooflines(n: int = 2048, repeats: int = 5) -> dict[str, float]:

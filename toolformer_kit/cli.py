@@ -24,6 +24,7 @@ COMMANDS = {
     "train": "toolformer_kit.commands.train",
     "inspect": "toolformer_kit.commands.inspect",
     "pipeline": "toolformer_kit.commands.pipeline",
+    "experiment": "toolformer_kit.commands.experiment",
 }
 
 log = logging.getLogger("toolformer_kit")

@@ -217,8 +217,11 @@ def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict,
     from . import report
     from .config import to_dict
 
+    from .evidence.results import pipeline_verdict
+
     settings = to_dict(cfg)
-    blocks = report.deviation_blocks(settings) + [report.Block("h2", "Settings"),
+    blocks = pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed)  # the verdict first, then the details
+    blocks += report.deviation_blocks(settings) + [report.Block("h2", "Settings"),
               report.Block("table", header=("setting", "value"),
                            rows=[(k, v) for k, v in settings.items()]),
               report.Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]

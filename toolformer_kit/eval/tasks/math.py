@@ -55,14 +55,47 @@ def math_prompt(context: str, question: str) -> str:
     return f"{context} {question.strip()}".strip() + "\nThe answer is"
 
 
-def _numeric(ex_id: str, prompt: str, answer) -> Example | None:
+def prefix_to_infix(equation: str, numbers: str) -> str:
+    """MAWPS's prefix equation over ``number0``… as an infix one with the numbers written in,
+    so every task's gold equation has one form (the tool-use funnel reads its intermediates).
+
+    >>> prefix_to_infix("- * number0 number1 number2", "4.0 10.0 6.0")
+    '((4 * 10) - 6)'
+    >>> prefix_to_infix("+ number0", "1.0")
+    ''
+    """
+    values = [canonical_number(n) for n in numbers.split()]
+    tokens = equation.split()
+
+    def build(i: int) -> tuple[str, int]:
+        tok = tokens[i]
+        if tok in "+-*/" and len(tok) == 1:
+            left, j = build(i + 1)
+            right, k = build(j)
+            return f"({left} {tok} {right})", k
+        m = _PLACEHOLDER.fullmatch(tok)
+        return (values[int(m.group(1))] if m else tok), i + 1
+
+    try:
+        text, end = build(0)
+    except (IndexError, ValueError):
+        return ""
+    return text if end == len(tokens) else ""
+
+
+def _numeric(ex_id: str, prompt: str, answer, equation: str = "") -> Example | None:
+    """A problem with a numeric answer; its gold ``equation`` as published (SVAMP's infix, ASDiv's
+    ``Formula`` with its steps and units, MAWPS's made infix; may be "") goes into ``meta``."""
     value = parse_number(answer)
-    return None if value is None else Example(ex_id, prompt, (number_text(value),))
+    if value is None:
+        return None
+    return Example(ex_id, prompt, (number_text(value),), {"equation": equation} if equation else {})
 
 
 def load_svamp(data_dir: Path) -> list[Example]:
     rows = json.loads(require(data_dir / "math" / "SVAMP.json", "SVAMP").read_text(encoding="utf-8"))
-    out = [_numeric(r["ID"], math_prompt(r["Body"], r["Question"]), r["Answer"]) for r in rows]
+    out = [_numeric(r["ID"], math_prompt(r["Body"], r["Question"]), r["Answer"], r.get("Equation") or "")
+           for r in rows]
     return [e for e in out if e is not None]
 
 
@@ -71,7 +104,8 @@ def load_asdiv(data_dir: Path) -> list[Example]:
     out = []
     for p in root.iter("Problem"):
         prompt = math_prompt(p.findtext("Body") or "", p.findtext("Question") or "")
-        out.append(_numeric(p.get("ID", str(len(out))), prompt, p.findtext("Answer") or ""))
+        out.append(_numeric(p.get("ID", str(len(out))), prompt, p.findtext("Answer") or "",
+                            (p.findtext("Formula") or "").strip()))
     return [e for e in out if e is not None]
 
 
@@ -82,7 +116,7 @@ def load_mawps(data_dir: Path) -> list[Example]:
     out = []
     for i, r in enumerate(rows):
         prompt = math_prompt("", fill_placeholders(r["Question"], r["Numbers"]))
-        out.append(_numeric(f"mawps-{i}", prompt, r["Answer"]))
+        out.append(_numeric(f"mawps-{i}", prompt, r["Answer"], prefix_to_infix(r.get("Equation", ""), r["Numbers"])))
     return [e for e in out if e is not None]
 
 

@@ -1,0 +1,272 @@
+"""`toolformer experiment`: recipes, the funnel, the retrieval ceiling, the results writer and
+resumption, all without a model (the end-to-end run on the real SmolLM2 is the one `slow` test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolformer_kit.commands import experiment as cmd
+from toolformer_kit.config import ConfigError
+from toolformer_kit.eval.tasks import Example
+from toolformer_kit.evidence import run as R
+from toolformer_kit.evidence.ceiling import ceiling_flags
+from toolformer_kit.evidence.funnel import funnel, math_useful
+from toolformer_kit.evidence.recipe import ExperimentConfig, available, load_recipe
+from toolformer_kit.evidence.results import headline_rows, paired
+
+
+# ---------------------------------------------------------------- recipes
+def test_both_recipes_load_and_every_field_can_be_overridden():
+    assert {"math", "search"} <= set(available())
+    math = load_recipe("math")
+    assert math.name == "math" and math.tools == ["Calculator"] and math.corpus == "gsm8k"
+    assert math.out == "runs/math" and math.results == "results/math" and math.eval_limit >= 200
+    search = load_recipe("search", {"eval_limit": 7, "tasks": ["nq"], "lama_search": False})
+    assert search.eval_limit == 7 and search.tasks == ["nq"] and search.lama_search is False
+    assert search.tools == ["WikiSearch"] and search.wiki_exclude_self and search.ceiling
+
+
+def test_an_unknown_recipe_is_one_line_naming_the_ones_there_are(capsys):
+    assert cmd.main(["maths", "--estimate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: math, search"
+
+
+def test_bad_values_in_a_recipe_or_a_flag_are_one_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("docz: 3\n")
+    with pytest.raises(ConfigError, match="'docz' \\(did you mean 'docs'\\?\\)"):
+        load_recipe(str(bad))
+    with pytest.raises(ConfigError, match="docs must be >= 1"):
+        load_recipe("math", {"docs": 0})
+    assert cmd.main(["math", "--corpus", "web", "--estimate"]) == 2
+    assert "corpus must be one of gsm8k, wiki" in capsys.readouterr().err
+
+
+def test_the_cli_estimates_from_the_recipe_with_flags_on_top(capsys):
+    assert cmd.main(["math", "--estimate"]) == 0
+    full = capsys.readouterr().out
+    assert cmd.main(["math", "--estimate", "--docs", "4", "--eval-limit", "10"]) == 0
+    small = capsys.readouterr().out
+    assert "annotate" in full and "evaluate" in full and "total" in full and small != full
+
+
+def test_the_command_line_is_written_from_what_was_typed():
+    line = cmd.command_line("search", {"eval_limit": 50, "ceiling": True, "tasks": ["nq", "webquestions"]})
+    assert line == "toolformer experiment search --eval-limit 50 --ceiling --tasks nq,webquestions"
+
+
+# ---------------------------------------------------------------- funnel
+def _rec(i, called, correct, tool="Calculator", result=None, reason="", answer="14", equation="( 41 - 9 ) - 18"):
+    calls = [{"tool": tool, "input": "x", "result": result, "token_position": 3, "ok": not reason,
+              "reason": reason}] if called else []
+    return {"id": str(i), "called": called, "correct": correct, "calls": calls, "answers": [answer],
+            "meta": {"equation": equation}}
+
+
+def test_the_funnel_counts_each_step_within_the_one_before():
+    records = [_rec(0, True, True, result="14"),                         # all five steps
+               _rec(1, True, False, result="32"),                        # an intermediate: useful, answer wrong
+               _rec(2, True, False, result="50"),                        # a wrong operation: not useful
+               _rec(3, True, False, tool="WikiSearch", result="14"),     # the wrong tool
+               _rec(4, True, False, reason="closed_without_arrow"),      # never ran
+               _rec(5, False, True), _rec(6, False, False), _rec(7, False, False)]
+    f = funnel(records, "Calculator")
+    assert [s["n"] for s in f["steps"]] == [5, 4, 3, 2, 1]
+    assert f["steps"][0]["share"] == 5 / 8
+    assert f["no_call"] == {"n": 3, "share": 3 / 8, "correct": 1, "accuracy": 1 / 3}
+
+
+def test_intermediates_come_from_the_gold_equation_of_each_benchmark():
+    from toolformer_kit.commands.eval import default_data_dir
+    from toolformer_kit.eval.tasks import get_task
+
+    for task in ("svamp", "asdiv", "mawps"):
+        examples = get_task(task).load(default_data_dir())
+        with_eq = [e for e in examples if e.meta.get("equation")]
+        assert len(with_eq) >= 0.95 * len(examples)
+        # the gold answer is always an intermediate of its own equation (or the answer itself)
+        useful = [math_useful(e.answers[0], {"answers": e.answers, "meta": e.meta}) for e in with_eq]
+        assert all(useful)
+
+
+# ---------------------------------------------------------------- retrieval ceiling
+def test_accuracy_on_the_retrievable_subset_sits_beside_the_full_set():
+    examples = [Example(str(i), f"Answer the following question: q{i}\nAnswer:", (f"a{i}",)) for i in range(10)]
+    search = lambda q, k: [f"The answer is a{q[1:]}." if int(q[1:]) < 4 else "nothing here"]  # noqa: E731
+    flags = ceiling_flags(examples, search)
+    keep = {i for i, v in flags.items() if v}
+    assert keep == {"0", "1", "2", "3"}
+    on = [{"id": str(i), "correct": i < 3 or i == 9, "called": True} for i in range(10)]
+    off = [{"id": str(i), "correct": i == 9, "called": False} for i in range(10)]
+    full, sub = paired(on, off, 300), paired(on, off, 300, keep=keep)
+    assert (full["n"], full["tools"]["accuracy"], full["disabled"]["accuracy"]) == (10, 0.4, 0.1)
+    assert (sub["n"], sub["tools"]["accuracy"], sub["disabled"]["accuracy"], sub["diff"]) == (4, 0.75, 0.0, 0.75)
+
+
+# ---------------------------------------------------------------- results writer
+def _write_eval(folder: Path, task: str, label: str, setting: str, correct: list[bool], called: bool):
+    d = folder / "eval" / label / setting / task
+    d.mkdir(parents=True, exist_ok=True)
+    rows = [_rec(i, called, c, result="14" if c else "50") for i, c in enumerate(correct)]
+    (d / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def finished_run(tmp_path, monkeypatch):
+    from toolformer_kit.evidence import results
+
+    monkeypatch.setattr(results, "machine", lambda: {"cpu": "test cpu", "cores": 2, "torch_threads": 2,
+                                                     "torch": "2.13.0", "fp32_matmul_gflops": 150.0,
+                                                     "roofline_note": "test"})
+    run = tmp_path / "runs" / "math"
+    n = 40
+    _write_eval(run, "svamp", "toolformer", "k10", [i < 20 for i in range(n)], True)
+    _write_eval(run, "svamp", "toolformer", "disabled", [i < 2 for i in range(n)], False)
+    _write_eval(run, "svamp", "base", "disabled", [i < 1 for i in range(n)], False)
+    _write_eval(run, "svamp", "cc", "disabled", [i < 2 for i in range(n)], False)
+    (run / "stages.json").write_text(json.dumps({"annotate": {"seconds": 600.0}, "evaluate": {"seconds": 900.0}}))
+    cfg = ExperimentConfig(name="math", tasks=["svamp"], out=str(run), results=str(tmp_path / "results" / "math"),
+                           goal_gain=20, goal_call_rate=0.8, bootstrap=300)
+    return cfg, run
+
+
+def test_the_results_open_with_the_verdict_and_hold_every_number_with_its_interval(finished_run):
+    from toolformer_kit.evidence.writer import write_results
+
+    cfg, run = finished_run
+    folder = write_results(cfg, run, "toolformer experiment math --tasks svamp")
+    text = (folder / "report.md").read_text()
+    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert headings[0].startswith("# Evidence: math") and headings[1] == "## Verdict"
+    assert text.index("## Verdict") < text.index("## Settings") < text.index("toolformer experiment math")
+    assert "Goal met on svamp" in text and "| svamp | 40 | 50.0 [" in text
+    res = json.loads((folder / "results.json").read_text())
+    for key in ("command", "seed", "commit", "machine", "headline", "columns", "funnel", "verdict", "wall_seconds"):
+        assert key in res
+    assert res["machine"]["fp32_matmul_gflops"] == 150.0 and res["seed"] == 0
+    head = res["headline"][0]["all"]
+    assert head["n"] == 40 and round(head["diff"], 2) == 0.45 and head["diff_ci95"][0] > 0.2
+    assert head["tools"]["ci95"][0] < 0.5 < head["tools"]["ci95"][1]
+    assert res["columns"][0]["base"]["ci95"] is not None
+    assert [s["n"] for s in res["funnel"]["svamp"]["steps"]] == [40, 40, 40, 20, 20]
+    assert not list(folder.glob("*.safetensors")) and (folder / "accuracy.png").is_file()
+
+
+def test_a_missed_goal_names_the_funnel_step_that_loses_most(finished_run):
+    from toolformer_kit.evidence.writer import write_results
+
+    cfg, run = finished_run
+    cfg.goal_gain = 60
+    res = json.loads((write_results(cfg, run, "x") / "results.json").read_text())
+    assert res["verdict"].startswith("Goal not met") and "useful result (40 → 20)" in res["verdict"]
+
+
+def test_headline_rows_skip_tasks_that_have_not_run(finished_run):
+    cfg, run = finished_run
+    rows = headline_rows(run / "eval", ["svamp", "asdiv"], "k10", 200)
+    assert [r["task"] for r in rows] == ["svamp"]
+
+
+def test_the_pipeline_report_opens_with_its_verdict(tmp_path, monkeypatch):
+    from toolformer_kit import pipeline, report
+
+    for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
+        monkeypatch.setattr(report, name, lambda *a: [])
+    _write_eval(tmp_path, "svamp", "toolformer", "k10", [True, False, True], True)
+    _write_eval(tmp_path, "svamp", "toolformer", "disabled", [False, False, True], False)
+    cfg = pipeline.PipelineConfig(out=str(tmp_path), tasks=["svamp"], sampler_model="qwen2.5-coder-0.5b")
+    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path / "eval", {"annotate": 1.0})
+    text = md.read_text()
+    assert text.index("## Verdict") < text.index("## Deviations from the paper") < text.index("## Settings")
+    assert "| svamp | 3 | 66.7 [" in text
+
+
+# ---------------------------------------------------------------- resumption
+def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(name, marker=None):
+        def stage(cfg, out, *rest, **kw):
+            label = name + ("-cc" if kw.get("plain") else "")
+            calls.append(label)
+            if marker:
+                path = out / (marker.replace("train-tools", "train-cc") if kw.get("plain") else marker)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("{}")
+        return stage
+
+    monkeypatch.setattr("toolformer_kit.pipeline.check_inputs", lambda cfg: None)
+    monkeypatch.setattr(R, "stage_models", fake("models"))
+    monkeypatch.setattr(R, "stage_corpus", fake("corpus", "corpus/train.jsonl"))
+    monkeypatch.setattr(R, "stage_annotate", fake("annotate", "annotate/manifest.json"))
+    monkeypatch.setattr(R, "stage_train", fake("train", "train-tools/train_summary.json"))
+    monkeypatch.setattr(R, "stage_eval", fake("eval"))
+    monkeypatch.setattr(R, "stage_report", fake("report"))
+    cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3)
+    R.run_experiment(cfg)
+    assert calls == ["models", "corpus", "annotate", "train", "train-cc", "eval", "report"]
+    calls.clear()
+    R.run_experiment(cfg)
+    assert calls == ["models", "eval", "report"]  # evaluation resumes by itself; the report is redone
+    calls.clear()
+    R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=3, eval_limit=20))
+    assert calls == ["models", "eval", "report"]  # a larger evaluation extends, nothing upstream reruns
+    with pytest.raises(ConfigError, match=r"run/corpus was made with other settings \(docs: 3 → 5\)"):
+        R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
+    stages = json.loads((tmp_path / "run" / "stages.json").read_text())
+    assert set(stages) >= {"corpus", "annotate", "train (tools)", "train (+CC)", "evaluate", "report"}
+
+
+def test_an_empty_c_star_stops_before_training_with_the_fix(tmp_path):
+    (tmp_path / "annotate").mkdir()
+    (tmp_path / "annotate" / "corpus.jsonl").write_text("")
+    with pytest.raises(ConfigError, match=r"annotation kept no call .*\(--docs, now 40\)"):
+        R.stage_train(ExperimentConfig(name="t"), tmp_path, plain=False)
+
+
+def test_search_corpus_leaves_out_what_the_evaluation_asks_about():
+    from toolformer_kit.commands.eval import default_data_dir
+    from toolformer_kit.evidence.corpora import asked_about, evaluated_text, wiki_corpus
+    from toolformer_kit.annotate.sources import _load_wiki
+
+    answers, questions = evaluated_text(["webquestions"], default_data_dir())
+    titles = _load_wiki("en-us")
+    out = asked_about(titles, answers, questions)
+    assert 100 < len(out) < len(titles) / 2
+    docs, dev = wiki_corpus(30, 10, 0, out)
+    assert len(docs) == 30 and len(dev) == 10
+    assert not {d.meta["title"] for d in docs + dev} & out
+    assert not {d.doc_id for d in docs} & {d.doc_id for d in dev}
+
+
+def test_lama_may_search_only_when_the_recipe_says_so():
+    cfg = ExperimentConfig(name="t", tools=["WikiSearch"], tasks=["lama-trex", "nq"], corpus="wiki")
+    assert "WikiSearch" in R.eval_tasks(cfg)[0].policy.excluded
+    cfg.lama_search = True
+    lama, nq = R.eval_tasks(cfg)
+    assert "WikiSearch" not in lama.policy.excluded and lama.exercises == "WikiSearch"
+    assert nq.policy.excluded == ("QA",)
+
+
+# ---------------------------------------------------------------- end to end on the real SmolLM2
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_experiment_math_end_to_end_at_a_tiny_size(tmp_path):
+    out, res = tmp_path / "run", tmp_path / "results"
+    argv = ["math", "--model", "smollm2-135m", "--docs", "1", "--dev-docs", "2", "--k", "2", "--m", "2",
+            "--tau-f", "-100", "--train-steps", "1", "--train-batch", "2", "--max-length", "64",
+            "--tasks", "svamp", "--eval-limit", "3", "--bootstrap", "50", "--out", str(out), "--results", str(res)]
+    assert cmd.main(argv) == 0
+    text = (res / "report.md").read_text()
+    assert text.splitlines()[2] == "## Verdict"
+    data = json.loads((res / "results.json").read_text())
+    assert data["headline"][0]["all"]["n"] == 3 and data["command"].startswith("toolformer experiment math")
+    first = json.loads((out / "stages.json").read_text())
+    assert cmd.main(argv) == 0  # resumed: nothing upstream is redone
+    again = json.loads((out / "stages.json").read_text())
+    assert again["annotate"] == first["annotate"] and again["train (tools)"] == first["train (tools)"]

@@ -1,0 +1,80 @@
+"""Run a named, versioned recipe end to end — corpus, annotate, fine-tune (tools and +CC), evaluate
+(base, +CC, tool-trained with tools and disabled), report — into runs/NAME, and write the evidence
+to results/NAME (report.md opening with the verdict, results.json, plots).
+
+Recipes are configs/experiments/NAME.yaml (or a path to such a file); every field of a recipe can
+be changed with its flag, e.g. ``toolformer experiment math --eval-limit 50 --docs 10``.
+Re-running the same command skips finished stages and resumes unfinished ones; ``--estimate``
+prints what each stage should cost on this kind of machine and runs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+
+from ..cli import standalone
+from ..config import add_dataclass_args, load_config_file
+
+HELP = "run a named recipe (math, search) end to end and write its evidence to results/NAME"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..evidence.recipe import ExperimentConfig, available
+
+    names = ", ".join(available()) or "none found"
+    parser.add_argument("name", help=f"recipe name (available: {names}) or a path to a recipe .yaml")
+    parser.add_argument("--estimate", action="store_true", help="print the estimated time per stage and exit")
+    add_dataclass_args(parser, ExperimentConfig)
+
+
+def _typed(args: argparse.Namespace) -> dict:
+    """Settings from ``--config`` and the flags typed, in that order of priority."""
+    values = load_config_file(args.config) if args.config else {}
+    return values | _flags(args)
+
+
+def _flags(args: argparse.Namespace) -> dict:
+    from ..evidence.recipe import ExperimentConfig
+
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentConfig)
+            if f.metadata.get("cli") is not False and getattr(args, f.name, None) is not None}
+
+
+def command_line(name: str, flags: dict, config: str | None = None) -> str:
+    """The command that reproduces a run, written from what was typed (flags in field order).
+
+    >>> command_line("math", {"docs": 10, "tasks": ["svamp", "asdiv"], "ceiling": False})
+    'toolformer experiment math --docs 10 --tasks svamp,asdiv --no-ceiling'
+    """
+    parts = ["toolformer", "experiment", name] + (["--config", config] if config else [])
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts.append(flag if value else "--no-" + flag[2:])
+        else:
+            parts += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..evidence.cost import clock, estimate
+    from ..evidence.recipe import load_recipe
+
+    cfg = load_recipe(args.name, _typed(args))
+    if args.estimate:
+        stages = estimate(cfg)
+        for stage, seconds in stages.items():
+            print(f"{stage:<14} {clock(seconds)}")
+        print(f"{'total':<14} {clock(sum(stages.values()))}")
+        return 0
+    from ..evidence.run import run_experiment
+
+    command = command_line(args.name, _flags(args), args.config)
+    folder = run_experiment(cfg, command)
+    print(f"evidence: {folder}/report.md (and results.json); run folder: {cfg.out}")
+    return 0
+
+
+main = standalone("toolformer experiment", __doc__, add_arguments, run)

@@ -1,0 +1,172 @@
+"""What a recipe costs on this kind of machine, before it runs, and how long is left while it runs.
+
+Each stage's cost is a rate measured here (2-core AMD EPYC, AVX2 only, fp32, torch 2.13 CPU) times
+the stage's size knob: windows × sampled calls for annotation, steps × sequences × tokens for
+training, examples × runs for evaluation. The estimate is the sizing rationale of the recipes'
+defaults (each ≤ 90 minutes) and the starting point of the ETA, which then rescales itself by how
+fast the finished stages actually ran (on a shared machine everything runs slower alike).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Mapping, Sequence
+
+log = logging.getLogger(__name__)
+
+# Seconds on this kind of machine (2 threads, fp32) with nothing else running. Qwen's come from the
+# math smoke run (2 documents → 4 windows, k 3, m 2, 2 training steps, 8 SVAMP problems; load
+# average ~2, i.e. this job alone): positions 9.9 s / 4 windows, sampling 31.7 s / 24 calls,
+# scoring 15.1 s / 15 candidates, a training step of 8 sequences ~35 s (~0.03 s per token), the
+# fixed part of a run (load, 3 dev passes, merge, save) ~35 s + the dev passes, evaluation 1.7 s
+# per example and setting at batch 8 (measured again at batch 32: 1.7× faster per example).
+# SmolLM2's come from the search smoke run and the default pipeline's timed run (LoRA ~0.0045 s
+# per token, evaluation ~0.2 s per maths example and setting); see README "Evidence".
+#   positions:    one annotation window's p_i pass (≤ 128 tokens, the instruction prompt's KV cached)
+#   sample:       one sampled call (≤ 32 new tokens, batched)
+#   score:        one scored candidate (the filter's L⁻/L⁺ passes; WikiSearch results make it longer)
+#   train_token:  one training token, forward + backward with LoRA, in steps of 8 sequences
+#   train_fixed:  per run: loading, the dev-perplexity passes, merging and saving
+#   eval:         one example in one setting at batch 8, greedy (maths: 24-token answers; QA: 40 + a result)
+#   load:         loading one model for evaluation
+RATES = {
+    "smollm2-135m": {"positions": 0.7, "sample": 0.36, "score": 0.3, "train_token": 0.0045, "train_fixed": 40.0,
+                     "eval": {"math": 0.25, "qa": 0.8}, "load": 3.0},
+    "qwen2.5-coder-0.5b": {"positions": 2.5, "sample": 1.3, "score": 1.0, "train_token": 0.03, "train_fixed": 120.0,
+                           "eval": {"math": 1.7, "qa": 3.0}, "load": 8.0},
+}
+# Windows of ≤ 128 tokens per document, measured on the corpora (SmolLM2's tokenizer): a GSM8K
+# problem with its solution is ~2 windows, a Wikipedia lead summary ~1.33.
+WINDOWS_PER_DOC = {"gsm8k": 2.0, "wiki": 1.33}
+PAPER_SAMPLES = {"Calculator": (20, 10), "Calendar": (5, 5), "WikiSearch": (5, 5), "QA": (5, 5), "MT": (20, 10)}
+SCORED_SHARE = 0.63  # sampled calls that parse and run, and so are scored (15 of 24 in the math smoke run)
+MATH_TASKS = {"svamp", "asdiv", "mawps"}
+SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59}  # examples that pass the LAMA filter on the shared copies
+EVAL_RUNS = 4  # base, +CC, tool-trained with tools, tool-trained disabled
+MODEL_LOADS = 3
+
+
+def eval_speedup(batch: int) -> float:
+    """Per-example speed-up of decoding ``batch`` prompts together over 8: a decoding step reads
+    every weight once for the whole batch (measured 1.7× at 32 for Qwen; 16 interpolated).
+
+    >>> eval_speedup(8), eval_speedup(16), eval_speedup(32)
+    (1.0, 1.35, 1.7)
+    """
+    return 1.7 if batch >= 32 else 1.35 if batch >= 16 else 1.0
+
+
+def _rates(model: str) -> dict:
+    """A model's rates; an unmeasured one is priced like the larger embedded model (a guess, logged)."""
+    if model not in RATES:
+        log.info("no measured rates for %s; estimating with qwen2.5-coder-0.5b's", model)
+    return RATES.get(model, RATES["qwen2.5-coder-0.5b"])
+
+
+def annotate_seconds(cfg, r: Mapping) -> float:
+    """Documents × windows × (positions + k·m samples and their scoring), per tool."""
+    windows = cfg.docs * WINDOWS_PER_DOC.get(cfg.corpus, 1.5)
+    total = 0.0
+    for tool in cfg.tools:
+        k, m = PAPER_SAMPLES.get(tool, (5, 5))
+        samples = (cfg.k or k) * (cfg.m or m)
+        total += windows * (r["positions"] + samples * (r["sample"] + SCORED_SHARE * r["score"]))
+    return total
+
+
+def estimate(cfg) -> dict[str, float]:
+    """Seconds per stage for a recipe (an :class:`~.recipe.ExperimentConfig`) on an idle machine.
+
+    >>> from toolformer_kit.evidence.recipe import ExperimentConfig
+    >>> e = estimate(ExperimentConfig(name="t", model="smollm2-135m", docs=10, k=5, m=5, train_steps=10,
+    ...                               max_length=100, tasks=["svamp"], eval_limit=100))
+    >>> round(e["annotate"]), round(e["train (tools)"]), round(e["evaluate"])
+    (288, 76, 109)
+    """
+    r = _rates(cfg.model)
+    train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
+    examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
+    per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
+    evaluate = EVAL_RUNS * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) \
+        + MODEL_LOADS * r["load"]
+    return {"models": 5.0, "corpus": 5.0, "annotate": annotate_seconds(cfg, r), "train (tools)": train,
+            "train (+CC)": train, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
+
+
+def remaining(estimates: Mapping[str, float], done: Mapping[str, float], todo: Sequence[str]) -> float:
+    """Seconds left: the estimates of the stages to go, scaled by actual/estimated so far. Only
+    stages estimated at a minute or more set the scale: a few seconds of start-up say nothing.
+
+    >>> remaining({"a": 100, "b": 200, "c": 300}, {"a": 200}, ["b", "c"])  # twice as slow as estimated
+    1000.0
+    >>> remaining({"a": 5, "b": 200}, {"a": 0.1}, ["b"]), remaining({"a": 10, "b": 20}, {}, ["a", "b"])
+    (200.0, 30.0)
+    """
+    counted = [s for s in done if estimates.get(s, 0.0) >= 60]
+    spent = sum(done[s] for s in counted)
+    planned = sum(estimates.get(s, 0.0) for s in counted)
+    scale = spent / planned if planned > 0 and spent > 0 else 1.0
+    return scale * sum(estimates.get(s, 0.0) for s in todo)
+
+
+def clock(seconds: float) -> str:
+    """
+    >>> clock(59), clock(3725)
+    ('59 s', '1 h 02 min')
+    """
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class Progress:
+    """One log line per stage with the run's ETA; the stages report their own bars inside."""
+
+    def __init__(self, estimates: Mapping[str, float], stages: Sequence[str]):
+        self.estimates, self.stages = dict(estimates), list(stages)
+        self.done: dict[str, float] = {}
+        self.todo = list(stages)
+        self.started = time.time()
+        log.info("experiment: %d stages, estimated %s on this kind of machine (%s)", len(stages),
+                 clock(sum(self.estimates.get(s, 0) for s in stages)),
+                 ", ".join(f"{s} {clock(self.estimates.get(s, 0))}" for s in stages))
+
+    def skip(self, stage: str) -> None:
+        self.todo.remove(stage)
+        log.info("[%d/%d] %s: already done, skipped", self._index(stage), len(self.stages), stage)
+
+    def start(self, stage: str) -> None:
+        left = remaining(self.estimates, self.done, self.todo)
+        log.info("[%d/%d] %s: about %s; the run ends in about %s (at %s)", self._index(stage), len(self.stages),
+                 stage, clock(self.estimates.get(stage, 0)), clock(left),
+                 time.strftime("%H:%M", time.localtime(time.time() + left)))
+
+    def finish(self, stage: str, seconds: float) -> None:
+        self.todo.remove(stage)
+        self.done[stage] = seconds
+        log.info("[%d/%d] %s: done in %s", self._index(stage), len(self.stages), stage, clock(seconds))
+
+    def _index(self, stage: str) -> int:
+        return self.stages.index(stage) + 1
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
+    """The roofline: the rate of a plain n² matmul through torch on its current threads (median of
+    ``repeats``; fp32 unless ``dtype`` says otherwise), which a dense transformer forward can
+    approach on a CPU. benchmarks/bench_models.py measures it the same way."""
+    import statistics
+
+    import torch
+
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9

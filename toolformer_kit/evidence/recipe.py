@@ -1,0 +1,130 @@
+"""A recipe: the settings of one named experiment, versioned as ``configs/experiments/NAME.yaml``.
+
+One dataclass, :class:`ExperimentConfig`, holds every setting; its fields are the YAML keys and
+the ``toolformer experiment`` flags alike, so a recipe can be re-run with any field changed
+(``--eval-limit 50``) and the result states exactly what it was run with. Priority, lowest
+first: the dataclass defaults, the recipe file, a ``--config`` file, the flags.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..config import ConfigError, from_dict, load_config_file
+
+RECIPES_ENV = "TOOLFORMER_RECIPES"
+CORPORA = ("gsm8k", "wiki")
+
+
+def _f(default, help_text: str, **kw):
+    meta = {"help": help_text, **kw}
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ExperimentConfig:
+    name: str = _f("", "the recipe's name (the positional argument)", cli=False)
+    description: str = _f("", "one line: what the recipe shows", cli=False)
+    out: str = _f("", "run folder (default: runs/NAME); every stage writes a subfolder and is skipped once done")
+    results: str = _f("", "where the committed evidence goes (default: results/NAME): report.md, results.json, "
+                          "plots; never weights")
+    # ------------------------------------------------------------ annotation
+    model: str = _f("smollm2-135m", "model that samples, scores and is fine-tuned (the paper's M)")
+    sampler_model: str = _f("", "another model that proposes calls ('' = --model, as in the paper)")
+    tools: list[str] = _f(["Calculator"], "tools to annotate and to evaluate with")
+    corpus: str = _f("gsm8k", "corpus: gsm8k (worked maths solutions) or wiki (Wikipedia summaries the "
+                              "evaluation does not ask about)")
+    docs: int = _f(40, "documents annotated (the main cost knob of annotation)", min=1)
+    window_tokens: int = _f(128, "annotation window length in tokens", min=8)
+    k: Optional[int] = _f(None, "positions per document (default: each tool's paper setting)")
+    m: Optional[int] = _f(None, "calls sampled per position (default: each tool's paper setting)")
+    tau_s: Optional[float] = _f(None, "position threshold τs (default: each tool's paper setting)")
+    tau_f: Optional[float] = _f(None, "filter threshold τf (default: each tool's paper setting)")
+    wiki_exclude_self: bool = _f(True, "WikiSearch never returns the document being annotated")
+    # ------------------------------------------------------------ fine-tuning (LoRA, both runs)
+    train_steps: int = _f(40, "optimiser steps per fine-tuning run (tool-trained and +CC)")
+    train_batch: int = _f(8, "effective batch (sequences per step)")
+    micro_batch: int = _f(4, "sequences per forward pass (memory knob; the effective batch stays)", min=1)
+    learning_rate: float = _f(3e-4, "LoRA learning rate")
+    max_length: int = _f(192, "training sequence length in tokens")
+    dev_docs: int = _f(30, "held-out documents of the same corpus; their perplexity picks each run's checkpoint", min=1)
+    # ------------------------------------------------------------ evaluation
+    tasks: list[str] = _f(["svamp", "asdiv", "mawps"], "evaluation tasks")
+    eval_limit: int = _f(200, "examples per task (a fixed hash-ordered sample; all when the task has fewer)")
+    eval_batch: int = _f(8, "prompts decoded together", min=1)
+    k_eval: int = _f(10, "a call opens when ' [' is among the top k tokens (the paper's k = 10)", min=1)
+    lama_search: bool = _f(False, "let WikiSearch run on LAMA (the paper disables it there; stated as a deviation)")
+    ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
+    bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
+    # ------------------------------------------------------------ goals (the verdict checks them)
+    goal_gain: float = _f(20.0, "points that tools must add over disabled on one task (paired interval > 0)",
+                          min=0, max=100)
+    goal_subset: str = _f("all", "where the gain is measured: all, or retrievable (the ceiling's subset)")
+    goal_call_rate: float = _f(0.0, "share of inputs with a call the goal also asks for (0 = none)", min=0, max=1)
+    # ------------------------------------------------------------ machine
+    data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
+                                       "../shared/data/benchmarks next to the repository)")
+    seed: int = _f(0, "seed for every stage")
+    threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
+
+    def __post_init__(self) -> None:
+        if self.corpus not in CORPORA:
+            raise ConfigError(f"corpus must be one of {', '.join(CORPORA)}, not {self.corpus!r}")
+        if self.goal_subset not in ("all", "retrievable"):
+            raise ConfigError(f"goal_subset must be all or retrievable, not {self.goal_subset!r}")
+        if self.goal_subset == "retrievable" and not self.ceiling:
+            raise ConfigError("goal_subset retrievable needs the ceiling: set ceiling: true (--ceiling)")
+        self.out = self.out or f"runs/{self.name or 'experiment'}"
+        self.results = self.results or f"results/{self.name or 'experiment'}"
+
+
+def recipes_dir() -> Path:
+    """``$TOOLFORMER_RECIPES``, else ``configs/experiments`` in the repository."""
+    if os.environ.get(RECIPES_ENV):
+        return Path(os.environ[RECIPES_ENV]).expanduser()
+    return Path(__file__).resolve().parents[2] / "configs" / "experiments"
+
+
+def available(folder: Path | None = None) -> list[str]:
+    folder = folder or recipes_dir()
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def recipe_path(name: str, folder: Path | None = None) -> Path:
+    """The recipe file for ``name`` (a recipe name, or a path to a .yaml file), or one error line
+    listing the recipes there are.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "math.yaml").write_text("docs: 1")
+    >>> recipe_path("math", d).name
+    'math.yaml'
+    >>> recipe_path("maths", d)
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.config.ConfigError: unknown recipe 'maths' (did you mean 'math'?); available: math
+    """
+    if name.endswith((".yaml", ".yml")) and Path(name).is_file():
+        return Path(name)
+    folder = folder or recipes_dir()
+    path = folder / f"{name}.yaml"
+    if path.is_file():
+        return path
+    names = available(folder)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    listing = ", ".join(names) if names else f"none in {folder}"
+    raise ConfigError(f"unknown recipe {name!r}{hint}; available: {listing}")
+
+
+def load_recipe(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> ExperimentConfig:
+    """The recipe's settings with ``overrides`` (already typed values) on top."""
+    path = recipe_path(name, folder)
+    values = load_config_file(path)
+    values.setdefault("name", path.stem)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return from_dict(ExperimentConfig, values, source=str(path))

@@ -1,0 +1,261 @@
+"""Run a recipe end to end: corpus → annotate → fine-tune (tools, +CC) → ceiling → evaluate → results.
+
+Each stage writes its own folder under ``runs/NAME`` and a line in ``stages.json`` with the
+settings it was made with. A re-run skips every stage whose output is complete and whose settings
+match; annotation and training resume inside their stage, evaluation skips the examples already
+answered. A finished stage whose settings no longer match is refused (one error naming the fix)
+rather than silently mixed with a new one; evaluation, the ceiling and the report are recomputed
+instead, since they extend and never contradict what is on disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import ConfigError, to_dict
+from .cost import Progress, estimate
+from .recipe import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+STAGES_FILE = "stages.json"
+# The settings each stage's output depends on (besides the stages before it).
+KEYS = {
+    "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks"),
+    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self"),
+    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length"),
+}
+
+
+def stage_settings(cfg: ExperimentConfig, stage: str) -> dict:
+    """What a stage was made with: its own keys and those of every stage it reads.
+
+    >>> s = stage_settings(ExperimentConfig(name="t"), "train")
+    >>> "docs" in s and "tools" in s and "eval_limit" not in s
+    True
+    """
+    order = list(KEYS)
+    keys = [k for st in order[: order.index(stage) + 1] for k in KEYS[st]]
+    values = to_dict(cfg)
+    return {k: values[k] for k in keys}
+
+
+class Ledger:
+    """``stages.json``: which stage was finished with which settings, and how long it took."""
+
+    def __init__(self, out: Path):
+        self.path = out / STAGES_FILE
+        self.data = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    def check(self, stage: str, settings: dict, done: bool) -> bool:
+        """True when ``stage`` is complete with these settings; an error when complete with others."""
+        old = self.data.get(stage, {}).get("settings")
+        if done and old is not None and old != settings:
+            changed = sorted(k for k in settings if old.get(k) != settings[k])
+            raise ConfigError(f"{self.path.parent}/{stage} was made with other settings "
+                              f"({', '.join(f'{k}: {old.get(k)!r} → {settings[k]!r}' for k in changed)}); "
+                              f"use another --out, or delete {self.path.parent} to start over")
+        return done and old is not None
+
+    def record(self, stage: str, settings: dict | None, seconds: float) -> None:
+        entry = self.data.setdefault(stage, {})
+        if settings is not None:
+            entry["settings"] = settings
+        entry["seconds"] = round(seconds + entry.get("seconds", 0.0) * (settings is None), 1)
+        entry["seconds_last_run"] = round(seconds, 1)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        tmp.replace(self.path)
+
+
+def _jsonl(path: Path, rows) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- stages
+def stage_models(cfg: ExperimentConfig, out: Path) -> None:
+    from ..models import EMBEDDED, pull
+
+    for name in {cfg.model, cfg.sampler_model} - {""}:
+        if name in EMBEDDED:
+            pull(name)
+    if "WikiSearch" in cfg.tools or cfg.ceiling:
+        from ..tools import get_tool
+
+        get_tool("WikiSearch").prepare()
+
+
+def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
+    from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
+
+    folder = out / "corpus"
+    folder.mkdir(parents=True, exist_ok=True)
+    excluded: set[str] = set()
+    if cfg.corpus == "gsm8k":
+        docs, dev = gsm8k_corpus(cfg.docs, cfg.dev_docs, cfg.seed)
+    else:
+        from ..annotate.sources import _load_wiki
+
+        answers, questions = evaluated_text(cfg.tasks, data_dir(cfg))
+        excluded = asked_about(_load_wiki("en-us"), answers, questions)
+        docs, dev = wiki_corpus(cfg.docs, cfg.dev_docs, cfg.seed, excluded)
+    if len(docs) < cfg.docs:
+        log.warning("the %s corpus gave %d documents, not %d", cfg.corpus, len(docs), cfg.docs)
+    _jsonl(folder / "dev.jsonl", ({"id": d.doc_id, "text": d.text} for d in dev))
+    (folder / "excluded_titles.json").write_text(json.dumps(sorted(excluded), ensure_ascii=False, indent=0))
+    _jsonl(folder / "train.jsonl", (d.record() for d in docs))
+    return folder
+
+
+def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
+    from ..annotate.config import AnnotateConfig
+    from ..annotate.runner import Runner
+
+    folder = out / "annotate"
+    if not (folder / "manifest.json").is_file():
+        Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
+                              corpus=str(out / "corpus" / "train.jsonl"), out=str(folder),
+                              window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s,
+                              tau_f=cfg.tau_f, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
+                              shard_size=4)).run()
+    return folder
+
+
+def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
+    """LoRA on C* (``plain`` False) or, for +CC, on every annotated text without calls (the paper's C)."""
+    from ..train import run_training
+    from ..train.config import TrainConfig
+
+    folder = out / ("train-cc" if plain else "train-tools")
+    data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
+    if not data.read_text(encoding="utf-8").strip():
+        raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
+                          f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
+    if not (folder / "train_summary.json").is_file():
+        run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
+                                 dev_data=str(out / "corpus" / "dev.jsonl"), lora=True, max_steps=cfg.train_steps,
+                                 effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
+                                 learning_rate=cfg.learning_rate, max_length=cfg.max_length,
+                                 eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
+    return folder
+
+
+def data_dir(cfg: ExperimentConfig) -> Path:
+    from ..commands.eval import EvalConfig, resolve_data_dir
+
+    return resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+
+
+def eval_tasks(cfg: ExperimentConfig) -> list:
+    """The recipe's tasks; with ``lama_search`` LAMA may call WikiSearch (the paper forbids it there)."""
+    from ..eval.tasks import ToolPolicy, get_task
+
+    tasks = [get_task(t) for t in cfg.tasks]
+    if not cfg.lama_search:
+        return tasks
+    return [dataclasses.replace(t, policy=ToolPolicy(tuple(x for x in t.policy.excluded if x != "WikiSearch")),
+                                exercises="WikiSearch") if t.name.startswith("lama-") else t for t in tasks]
+
+
+def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
+    from ..eval.tasks import subset
+    from .ceiling import bm25_search, ceiling_flags, write_flags
+
+    folder = out / "ceiling"
+    folder.mkdir(parents=True, exist_ok=True)
+    search = bm25_search()
+    for task in eval_tasks(cfg):
+        write_flags(folder / f"{task.name}.jsonl",
+                    ceiling_flags(subset(task.load(data_dir(cfg)), cfg.eval_limit), search))
+    return folder
+
+
+def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
+    """(label, model, settings): the paper's four columns."""
+    return [("base", cfg.model, ["disabled"]), ("cc", str(out / "train-cc"), ["disabled"]),
+            ("toolformer", str(out / "train-tools"), [f"k{cfg.k_eval}", "disabled"])]
+
+
+def stage_eval(cfg: ExperimentConfig, out: Path) -> Path:
+    from ..eval.harness import Setting, decoder_generate, evaluate
+    from ..eval.report import write_report
+    from ..lm import load_lm
+    from ..tools import get_tool
+
+    folder = out / "eval"
+    tools = {name: get_tool(name) for name in cfg.tools}
+    tasks = eval_tasks(cfg)
+    for label, model, settings in model_runs(cfg, out):
+        lm = load_lm(model)
+        info = {"model": model, "lama_search": cfg.lama_search}
+        evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, [Setting.parse(s, cfg.k_eval) for s in settings],
+                 data_dir(cfg), folder, tools=tools, limit=cfg.eval_limit, batch_size=cfg.eval_batch,
+                 seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
+        del lm
+    write_report(folder, cfg.bootstrap, cfg.seed)
+    return folder
+
+
+def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
+    from .writer import write_results
+
+    return write_results(cfg, out, command)
+
+
+# ---------------------------------------------------------------- driver
+def _complete(cfg: ExperimentConfig, out: Path) -> dict[str, Callable[[], bool]]:
+    """What on disk says each stage is finished (the stage's own marker, written last)."""
+    return {"corpus": lambda: (out / "corpus" / "train.jsonl").is_file(),
+            "annotate": lambda: (out / "annotate" / "manifest.json").is_file(),
+            "train (tools)": lambda: (out / "train-tools" / "train_summary.json").is_file(),
+            "train (+CC)": lambda: (out / "train-cc" / "train_summary.json").is_file()}
+
+
+def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:
+    """(stage, the KEYS entry that guards it or None, what runs it), in order."""
+    steps = [("models", None, lambda: stage_models(cfg, out)),
+             ("corpus", "corpus", lambda: stage_corpus(cfg, out)),
+             ("annotate", "annotate", lambda: stage_annotate(cfg, out)),
+             ("train (tools)", "train", lambda: stage_train(cfg, out, plain=False)),
+             ("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True))]
+    if cfg.ceiling:
+        steps.append(("ceiling", None, lambda: stage_ceiling(cfg, out)))
+    steps += [("evaluate", None, lambda: stage_eval(cfg, out)),
+              ("report", None, lambda: stage_report(cfg, out, command))]
+    return steps
+
+
+def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
+    """Every stage of the recipe in order; returns the results folder."""
+    from ..pipeline import check_inputs, PipelineConfig
+
+    check_inputs(PipelineConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "experiment.json").write_text(json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
+    if cfg.threads:
+        import torch
+
+        torch.set_num_threads(cfg.threads)
+    ledger, complete = Ledger(out), _complete(cfg, out)
+    steps = plan(cfg, out, command)
+    progress = Progress(estimate(cfg), [name for name, _, _ in steps])
+    for name, guard, fn in steps:
+        settings = stage_settings(cfg, guard) if guard else None
+        if guard and ledger.check(name, settings, complete[name]()):
+            progress.skip(name)
+            continue
+        progress.start(name)
+        t0 = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - t0
+        ledger.record(name, settings, seconds)
+        progress.finish(name, seconds)
+    return Path(cfg.results)

@@ -1,0 +1,215 @@
+"""Write ``results/NAME/``: report.md (verdict first), results.json (every number with its interval,
+the command, seed, commit and the machine's roofline) and small PNG plots. Never weights: only
+numbers, text and pictures leave ``runs/NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .. import report as R
+from ..config import to_dict
+from .ceiling import read_flags
+from .cost import clock, estimate
+from .funnel import funnel_rows
+from . import results
+from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, pct, task_funnels,
+                      tools_setting, verdict_blocks, verdict_text, with_ci)
+
+log = logging.getLogger(__name__)
+
+
+def deviations(cfg) -> list[str]:
+    """How this recipe departs from the paper, one sentence each."""
+    out = [f"Fine-tuning is LoRA for {cfg.train_steps} steps of {cfg.train_batch} sequences of ≤ {cfg.max_length} "
+           "tokens on a CPU, not full fine-tuning of GPT-J (6.7B) with batch 128 for up to 2,000 steps."]
+    if cfg.sampler_model and cfg.sampler_model != cfg.model:
+        out.append(f"Calls are sampled by {cfg.sampler_model} but scored and fine-tuned with {cfg.model}; "
+                   f"{R.PAPER_MODEL_NOTE}.")
+    if cfg.k or cfg.m:
+        out.append(f"Annotation takes k = {cfg.k or 'per tool'} positions and m = {cfg.m or 'per tool'} calls per "
+                   "position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
+    if cfg.tau_s is not None or cfg.tau_f is not None:
+        out.append(f"Thresholds τs = {cfg.tau_s if cfg.tau_s is not None else 'per tool'}, τf = "
+                   f"{cfg.tau_f if cfg.tau_f is not None else 'per tool'} for every tool (the paper: τs 0.05 and "
+                   "τf 1.0; Calculator τs 0 and τf 0.5).")
+    if cfg.lama_search:
+        out.append("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here "
+                   "it is the only tool trained, so without it LAMA would measure no tool at all.")
+    if "WikiSearch" in cfg.tools:
+        out.append("WikiSearch searches 10,033 Wikipedia lead summaries (BM25), not all of Wikipedia; the retrieval "
+                   "ceiling says how often the answer is there at all.")
+    return out
+
+
+def tool_of(cfg) -> dict[str, str]:
+    """The tool each task is judged by in the funnel: the recipe's own, for every task."""
+    from .run import eval_tasks
+
+    return {t.name: (cfg.tools[0] if len(cfg.tools) == 1 else t.exercises) for t in eval_tasks(cfg)}
+
+
+def collect(cfg, out: Path) -> dict:
+    """Everything results.json holds, recomputed from the run folder."""
+    folder = out / "eval"
+    on = tools_setting(folder, prefer=f"k{cfg.k_eval}") or f"k{cfg.k_eval}"
+    flags = {t: {i for i, v in read_flags(out / "ceiling" / f"{t}.jsonl").items() if v} for t in cfg.tasks} \
+        if cfg.ceiling else None
+    rows = headline_rows(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags)
+    funnels = task_funnels(folder, cfg.tasks, on, tool_of(cfg))
+    goal = goal_check(rows, cfg.goal_gain, cfg.goal_subset, cfg.goal_call_rate)
+    stages = json.loads((out / "stages.json").read_text()) if (out / "stages.json").is_file() else {}
+    return {"recipe": cfg.name, "description": cfg.description, "verdict": verdict_text(rows, goal, funnels),
+            "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
+            "tools_setting": on, "funnel": funnels, "annotation": _annotation(out), "training": _training(out),
+            "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
+            "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
+            "machine": results.machine(),  # looked up at call time, so tests can replace it
+            "deviations": deviations(cfg), "interval": "95% percentile bootstrap over examples, "
+            f"{cfg.bootstrap} resamples; the difference is resampled per example (paired)"}
+
+
+def _annotation(out: Path) -> dict:
+    path = out / "annotate" / "summary.json"
+    if not path.is_file():
+        return {}
+    s = json.loads(path.read_text("utf-8"))
+    return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": s["kept_by_tau_f"],
+            "top_calls": s.get("top_calls", [])[:8]}
+
+
+def _training(out: Path) -> dict:
+    runs = {}
+    for label, name in (("tool-trained", "train-tools"), ("+CC", "train-cc")):
+        path = out / name / "train_summary.json"
+        if path.is_file():
+            s = json.loads(path.read_text("utf-8"))
+            runs[label] = {k: s.get(k) for k in ("best_step", "evaluations", "wall_time_s", "counts", "tools")}
+    return runs
+
+
+# ---------------------------------------------------------------- report.md
+def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
+    blocks = verdict_blocks(res["headline"], res["verdict"])
+    blocks += [R.Block("img", title, path=name) for title, name in plots]
+    blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
+    blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
+    m = res["machine"]
+    blocks += [R.Block("h2", "Settings"), R.Block("code", res["command"]),
+               R.Block("p", f"Seed {res['seed']}; commit {res['commit']}; {m['cpu']}, {m['cores']} cores, torch "
+                            f"{m['torch']} on {m['torch_threads']} threads; fp32 roofline {m['fp32_matmul_gflops']} "
+                            f"GFLOP/s ({m['roofline_note']}). Intervals: {res['interval']}."),
+               R.Block("table", header=("setting", "value"), rows=[(k, v) for k, v in res["settings"].items()])]
+    return blocks
+
+
+def _columns_blocks(res: Mapping) -> list[R.Block]:
+    names = [c[2] for c in COLUMNS] + ["tool-trained, tools"]
+    sub = any(k.endswith("(retrievable)") for row in res["columns"] for k in row)
+    header = ["task", *names] + ([n + " (retrievable)" for n in names] if sub else [])
+    rows = [[row["task"], *(with_ci(row.get(n)) for n in names)]
+            + ([with_ci(row.get(n + " (retrievable)")) for n in names] if sub else []) for row in res["columns"]]
+    return [R.Block("h2", "All four columns"),
+            R.Block("p", "Base model, +CC (fine-tuned on the same texts without calls), and the tool-trained model "
+                         "with calls disabled and with tools (the paper's Tables 3–7); accuracy % [95% CI]."),
+            R.Block("table", header=header, rows=rows)]
+
+
+def _funnel_blocks(res: Mapping) -> list[R.Block]:
+    if not res["funnel"]:
+        return []
+    header, rows = funnel_rows(res["funnel"].items())
+    return [R.Block("h2", "Tool-use funnel (tool-trained, with tools)"),
+            R.Block("p", "% of all inputs (count) that reach each step, each step within the one before: a call "
+                         "opened → well-formed (reached '->' as Tool(input)) → the task's tool → a useful result "
+                         "(maths: the gold answer or an intermediate of its gold equation; search: contains a gold "
+                         "answer) → correct answer. Inputs without a call, and how many of them were right, beside."),
+            R.Block("table", header=header, rows=rows)]
+
+
+def _annotation_blocks(res: Mapping) -> list[R.Block]:
+    a = res["annotation"]
+    if not a:
+        return []
+    taus = ("tau_f=0.5", "tau_f=1.0", "tau_f=2.0")
+    kept = lambda k, t: f"{k.get(t, {}).get('calls', 0)} / {k.get(t, {}).get('texts', 0)}"  # noqa: E731
+    rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
+    blocks = [R.Block("h2", "Annotation (C*)"),
+              R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call."),
+              R.Block("table", header=("tool", "scored", "kept calls / texts at τf 0.5", "at τf 1.0", "at τf 2.0"),
+                      rows=rows)]
+    return blocks + [R.Block("p", f"[{t['tool']}, score {t['score']}] {t['in_context']}") for t in a["top_calls"]]
+
+
+def _cost_blocks(res: Mapping) -> list[R.Block]:
+    est = res["estimated_seconds"]
+    wall = res["wall_seconds"]
+    rows = [(s, clock(wall[s]) if wall.get(s) is not None else "–", clock(est.get(s, 0))) for s in est if est.get(s)]
+    total = sum(v for v in wall.values() if v)
+    return [R.Block("h2", "Time per stage"),
+            R.Block("p", f"Wall time on this machine: {clock(total)} in all (the estimate is the recipe's sizing)."),
+            R.Block("table", header=("stage", "wall time", "estimated"), rows=rows)]
+
+
+# ---------------------------------------------------------------- plots and files
+def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
+    """Small PNGs: the four columns per task, and the funnel per task; none without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed; results have no plots (pip install matplotlib)")
+        return []
+    from ..eval.report import _bars
+
+    made = []
+    names = [c[2] for c in COLUMNS] + ["tool-trained, tools"]
+    tasks = [r["task"] for r in res["columns"]]
+    series = {n: [((r.get(n) or {}).get("accuracy"), (r.get(n) or {}).get("ci95")) for r in res["columns"]]
+              for n in names}
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(tasks) + 2), 3.6))
+    _bars(ax, tasks, series)
+    ax.set_title(f"{res['recipe']}: accuracy with 95% intervals")
+    fig.tight_layout()
+    fig.savefig(folder / "accuracy.png", dpi=90)
+    plt.close(fig)
+    made.append(("accuracy per task and column", "accuracy.png"))
+    if res["funnel"]:
+        fig, ax = plt.subplots(figsize=(6, 3.4))
+        for task, f in res["funnel"].items():
+            ax.plot([s["step"] for s in f["steps"]], [100 * (s["share"] or 0) for s in f["steps"]], marker="o",
+                    label=task)
+        ax.set_ylabel("% of inputs")
+        ax.set_title("tool-use funnel (tool-trained, with tools)")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        fig.savefig(folder / "funnel.png", dpi=90)
+        plt.close(fig)
+        made.append(("tool-use funnel", "funnel.png"))
+    return made
+
+
+def write_results(cfg, out: Path, command: str) -> Path:
+    """Recompute everything from ``out`` and (re)write ``cfg.results``; returns that folder."""
+    folder = Path(cfg.results)
+    folder.mkdir(parents=True, exist_ok=True)
+    res = collect(cfg, out) | {"command": command}
+    plots = plot(res, folder)
+    tmp = folder / "results.json.tmp"
+    tmp.write_text(json.dumps(res, indent=1, ensure_ascii=False))
+    tmp.replace(folder / "results.json")
+    title = f"Evidence: {cfg.name}" + (f" — {cfg.description}" if cfg.description else "")
+    (folder / "report.md").write_text(R.to_markdown([R.Block("h1", title), *report_blocks(res, plots)]),
+                                      encoding="utf-8")
+    shutil.copyfile(folder / "report.md", out / "report.md")
+    log.info("results in %s: %s", folder, res["verdict"])
+    return folder
+
+
+__all__ = ["write_results", "collect", "deviations", "pct", "LABEL"]
