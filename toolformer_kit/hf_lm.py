@@ -50,7 +50,7 @@ class HFLanguageModel:
     """A causal LM from transformers behind the three annotation primitives."""
 
     def __init__(self, model, tokenizer, name: str = "", batch_tokens: int = 4096, max_batch: int = 32,
-                 head_chunk: int = 512, sample_rows: int = 64, kv_budget: int = 3 << 30):
+                 head_chunk: int = 512, sample_rows: int = 128, kv_budget: int = 2 << 30):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or getattr(model.config, "_name_or_path", "model")
