@@ -1,29 +1,19 @@
-"""Sampling for the transformers backend: continuous batching over one slot cache.
+"""Sampling for the transformers backend: continuous batching.
 
-Why this shape. On a CPU a decoding step streams every weight of the model whatever the batch,
-so tokens/s grows almost linearly with the rows decoded together until the matmuls become
-compute-bound. Annotation samples m calls at each of k positions of every document of a shard;
-most samples stop after a few tokens while a few run to the token budget, so a batch that only
-retires rows shrinks to those few slow rows. Here a finished row's slot is refilled at once with
+Why this shape. A decoding step reads every weight of the model whatever the batch, so tokens/s
+grows with the rows decoded together (Qwen 0.5B's weights on one thread here: 22 tokens/s at 16
+rows, 37 at 64, 42 at 128). Annotation samples m calls at each of k positions of every document
+of a shard; most samples stop after a few tokens while a few run to the token budget, so a batch
+that only retires rows shrinks to those few slow rows. Here a finished row's slot is refilled at once with
 the next (prefix, j) row, and the batch stays full until the work runs out.
 
-* **Slots.** Every layer's keys and values live in one preallocated buffer of decode slots plus
-  a few staging slots. A token's K/V sit in the column of its position (less the shared prompt's
-  length), so rows of any length share the buffer without padding between prompt and row, the
-  mask is just ``key position <= query position`` (and the sliding window where a model has
-  one), a row moves by copying its columns, and no step concatenates (``DynamicCache`` copies
-  the whole cache at every step).
-* **Shared prompt held once.** The tool prompt's K/V (a few hundred tokens, the same for every
-  row) are not copied into each slot: while the sampler runs, the model's attention is
-  :func:`slot_attention`, which attends the prompt's K/V with all rows of the batch in one
-  matmul and each row's own columns separately, under one softmax. Per row and step it reads
-  only the row's own columns, which on SmolLM2 (46 KB of K/V per token) was most of the step.
-* **Heads.** Each prefix ("head") runs once into a staging slot; its columns and last logits are
-  copied to a decode slot for each of its n samples as slots free up. Heads are taken longest
-  first among those sharing a prefix, and a head that differs from the last fully run head (its
-  "base") only in its last few tokens copies the base's columns and runs only those tokens. In
-  annotation that is the " [" after x_<i: x_<i is a prefix of the longest x_<i of the same
-  document, so a document's context runs once, not once per position.
+* **Heads.** Each prefix ("head") runs once into a head slot (:mod:`toolformer_kit.hf_slots`);
+  its n sample rows attend it there and own only their sampled tokens' K/V, so admitting a row
+  copies nothing. Heads are taken longest first among those sharing a prefix, and a head that
+  differs from the last fully run head (its "base") only in its last few tokens copies the base's
+  columns and runs only those tokens. In annotation that is the " [" after x_<i: x_<i is a prefix
+  of the longest x_<i of the same document, so a document's context runs once, not once per
+  position.
 * **Draws.** Each (prefix, j) row owns a generator seeded by the whole prefix, and the token drawn
   is exactly ``torch.multinomial``'s, computed for all rows at once (:class:`TokenDrawer`); so
   what is drawn does not depend on batching, slots or head sharing, up to float round-off in the
@@ -33,24 +23,19 @@ the next (prefix, j) row, and the batch stays full until the work runs out.
 from __future__ import annotations
 
 import math
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
-from transformers import AttentionInterface
-from transformers.cache_utils import Cache, DynamicLayer
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from .hf_slots import ATTENTION, HEADS, ROWS, Groups, SlotCache, Target, activate, kv_bytes_per_column, text_config
 from .lm import Sample, SamplingConfig, cut_at_stop
 
 # A head runs at most this many tokens on top of its base's columns; a longer tail makes it a base.
 MAX_TAIL = 8
 # Relative slack of the bound p/u >= p/q: float32 rounding moves either side by < 2.4e-7.
 BOUND_SLACK = 1e-6
-ATTENTION = "toolformer_slots"
 
 
 # ---------------------------------------------------------------- draws
@@ -122,120 +107,13 @@ class TokenDrawer:
         return gumbel_argmax(probs, u, self._bound[:rows]).tolist()
 
 
-# ---------------------------------------------------------------- attention with the prompt held once
-_active = threading.local()
-
-
-def slot_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None, **kwargs):
-    """Attention over [shared prompt | the row's own columns], the prompt's K/V stored once.
-
-    ``key``/``value`` are the rows' own columns (from :class:`SlotCache`); the prompt's come from
-    the cache the sampler is running, and ``attention_mask`` (additive) covers both, prompt
-    columns first. Outside the sampler this is plain SDPA.
-    """
-    cache = getattr(_active, "cache", None)
-    if cache is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
-                                      dropout=dropout, softcap=softcap, **kwargs)
-    if kwargs.get("s_aux") is not None:
-        raise NotImplementedError("attention sinks are not supported by the slot sampler")
-    rows, heads, q, dim = query.shape
-    groups, rep = key.shape[1], heads // key.shape[1]
-    qg = (query * (scaling if scaling is not None else dim ** -0.5)).reshape(rows, groups, rep * q, dim)
-    prefix = cache.prefix[module.layer_idx] if cache.prefix else None
-    scores = [torch.matmul(qg, key.transpose(-1, -2))]
-    if prefix is not None:  # all rows' queries against the one prompt, per K/V head: one matmul
-        flat = qg.transpose(0, 1).reshape(groups, rows * rep * q, dim)
-        pre = torch.matmul(flat, prefix[0].transpose(-1, -2)).view(groups, rows, rep * q, -1).transpose(0, 1)
-        scores.insert(0, pre)
-    s = torch.cat(scores, -1).view(rows, groups, rep, q, -1)
-    if softcap:
-        s = torch.tanh(s / softcap) * softcap
-    s = s.add_(attention_mask[:, :, None])  # additive: 0 or -inf
-    p = torch.softmax(s, -1, dtype=torch.float32).to(value.dtype).view(rows, groups, rep * q, -1)
-    P = 0 if prefix is None else prefix[0].shape[-2]
-    out = torch.matmul(p[..., P:], value)
-    if prefix is not None:
-        flat = p[..., :P].transpose(0, 1).reshape(groups, rows * rep * q, P)
-        out = out + torch.matmul(flat, prefix[1]).view(groups, rows, rep * q, dim).transpose(0, 1)
-    return out.reshape(rows, heads, q, dim).transpose(1, 2).contiguous(), None
-
-
-AttentionInterface.register(ATTENTION, slot_attention)
-AttentionMaskInterface.register(ATTENTION, sdpa_mask)  # masks built outside the sampler: as for SDPA
-
-
-# ---------------------------------------------------------------- the slot cache
-class _SlotLayer(DynamicLayer):
-    """One layer's K/V for every slot; :meth:`update` writes where the owning cache points."""
-
-    def __init__(self, owner: "SlotCache"):
-        super().__init__()
-        self.owner = owner
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        # zeros, not empty: masked columns are still multiplied by 0 and must not hold NaN
-        shape = (self.owner.slots, key_states.shape[1], self.owner.cols, key_states.shape[-1])
-        self.keys, self.values = key_states.new_zeros(shape), value_states.new_zeros(shape)
-        self.device, self.dtype, self.is_initialized = key_states.device, key_states.dtype, True
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        rows, cols, width = self.owner.target
-        r = rows[:, None].expand_as(cols)
-        self.keys[r, :, cols] = key_states.transpose(1, 2)
-        self.values[r, :, cols] = value_states.transpose(1, 2)
-        return self.owner.view(self.keys, rows, width), self.owner.view(self.values, rows, width)
-
-    def get_seq_length(self) -> int:
-        return self.owner.target[2] if self.owner.target else 0
-
-
-class SlotCache(Cache):
-    """K/V of ``slots`` rows after a shared prompt (``prefix``: per layer, its keys and values
-    shaped (kv heads, P, dim)). Before each forward, :meth:`point` says which slots the batch
-    rows are, which column each input token is written to and how many columns to attend."""
-
-    def __init__(self, layers: int, slots: int, cols: int, prefix: list[tuple[torch.Tensor, torch.Tensor]]):
-        self.slots, self.cols, self.prefix = slots, cols, prefix
-        self.target: tuple[torch.Tensor, torch.Tensor, int] | None = None
-        self._leading = False
-        super().__init__(layers=[_SlotLayer(self) for _ in range(layers)])
-
-    def point(self, rows: torch.Tensor, cols: torch.Tensor, width: int, leading: bool) -> None:
-        """``leading``: rows are slots [0, len(rows)), read as a view instead of gathered."""
-        self.target, self._leading = (rows, cols, width), leading
-
-    def view(self, buf: torch.Tensor, rows: torch.Tensor, width: int) -> torch.Tensor:
-        return buf[: len(rows), :, :width] if self._leading else buf[rows, :, :width]
-
-    def copy(self, dst: Sequence[int], src: int, ncols: int) -> None:
-        """Columns [0, ncols) of slot ``src`` into each slot of ``dst``."""
-        for layer in self.layers:
-            layer.keys[list(dst), :, :ncols] = layer.keys[src, :, :ncols]
-            layer.values[list(dst), :, :ncols] = layer.values[src, :, :ncols]
-
-
-def text_config(config):
-    return config.get_text_config() if hasattr(config, "get_text_config") else config
-
-
-def kv_bytes_per_column(config, itemsize: int) -> int:
-    """Bytes one token's K and V take over all layers (to size the buffer within a budget)."""
-    config = text_config(config)
-    heads = config.num_attention_heads
-    kv = getattr(config, "num_key_value_heads", None) or heads
-    dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    return 2 * config.num_hidden_layers * kv * dim * itemsize
-
-
 # ---------------------------------------------------------------- bookkeeping
 @dataclass
 class _Head:
     index: int
     tokens: list[int]
-    todo: deque = field(default_factory=deque)  # sample indices j not yet given a decode slot
+    todo: deque = field(default_factory=deque)  # sample indices j not yet given a row slot
+    live: int = 0  # rows decoding now
     slot: int = -1
     logits: torch.Tensor | None = None
 
@@ -245,13 +123,12 @@ class _Row:
     head: _Head
     j: int
     gen: torch.Generator | None
-    start: int  # column of the first sampled token
     tokens: list[int] = field(default_factory=list)
 
     @property
     def col(self) -> int:
-        """Column of the last drawn token, the one the next step feeds."""
-        return self.start + len(self.tokens) - 1
+        """Own column of the last drawn token, the one the next step feeds."""
+        return len(self.tokens) - 1
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -264,11 +141,10 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 class ContinuousSampler:
-    """n samples of each head after a shared prompt, up to ``rows`` of them decoded together
-    (fewer if their K/V would pass ``kv_budget`` bytes).
+    """n samples of each head after a shared prompt, up to ``rows`` of them decoded together.
 
     ``lm`` is the :class:`~toolformer_kit.hf_lm.HFLanguageModel` (model, tokenizer, prompt cache,
-    per-row generators). Columns are positions less P, the prompt's length.
+    per-row generators). Head slots are as many as rows need, within ``kv_budget`` bytes.
     """
 
     def __init__(self, lm, shared: list[int], heads: list[list[int]], n: int, cfg: SamplingConfig,
@@ -280,23 +156,28 @@ class ContinuousSampler:
         self.heads = [_Head(i, h, deque(range(n))) for i, h in enumerate(heads)]
         # heads sharing a prefix next to each other, longer x_<i first (so earlier ones are bases)
         self.order = deque(sorted(self.heads, key=lambda h: h.tokens[:-1], reverse=True))
-        cols = max(len(h) for h in heads) + cfg.max_new_tokens + 1
-        per_slot = kv_bytes_per_column(lm.model.config, lm.model.dtype.itemsize) * cols
-        self.C = max(1, min(rows, len(heads) * n, kv_budget // per_slot))
+        self.C = max(1, min(rows, len(heads) * n))
         self.per_prefill = max(1, math.ceil(self.C / n))
-        staging = 2 * self.per_prefill + 2  # staged heads (one partly placed), a batch, the base
-        self.scratch = cols - 1  # pad tokens write here; never attended
+        head_cols = max(len(h) for h in heads) + 1  # + a scratch column for pads
+        per_col = kv_bytes_per_column(lm.model.config, lm.model.dtype.itemsize)
+        fit = (kv_budget - per_col * self.C * (cfg.max_new_tokens + 1)) // (per_col * head_cols)
+        # live heads: those with rows decoding (about 2C/n: a head lives until its slowest row
+        # ends), a prefill batch waiting for slots, the base; more only stalls a prefill a step
+        slots = max(self.per_prefill + 2, min(self.C + self.per_prefill + 2, 3 * self.per_prefill + 3, fit))
+        self.scratch = head_cols - 1
         config = text_config(lm.model.config)
         sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
         self.window = getattr(config, "sliding_window", None) if sliding else None
-        self.cache = SlotCache(config.num_hidden_layers, self.C + staging, cols, self._prefix())
+        self.cache = SlotCache(config.num_hidden_layers, (slots, head_cols), (self.C, cfg.max_new_tokens + 1),
+                               self._prefix())
         self.decode: list[_Row | None] = [None] * self.C
-        self.free_staging = list(range(self.C, self.C + staging))
+        self.free_heads = list(range(slots))
         self.staged: deque[_Head] = deque()  # heads with logits and samples left to place
         self.base: _Head | None = None
         self.draw = TokenDrawer(cfg)
         self.out: list[list[Sample | None]] = [[None] * n for _ in heads]
-        self.stats = {"rows": self.C, "steps": 0, "row_steps": 0, "prefill_tokens": 0, "head_tokens": 0}
+        self.stats = {"rows": self.C, "head_slots": slots, "steps": 0, "row_steps": 0, "prefill_tokens": 0,
+                      "head_tokens": 0, "head_slot_waits": 0}
 
     def _prefix(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         if not self.P:
@@ -305,15 +186,18 @@ class ContinuousSampler:
         return [(layer.keys[0], layer.values[0]) for layer in past.layers]
 
     # ------------------------------------------------------------ main loop
+    @torch.no_grad()
     def run(self) -> list[list[Sample]]:
         if self.n > 0 and self.cfg.max_new_tokens > 0:
             config = self.lm.model.config
             before = config._attn_implementation
-            config._attn_implementation, _active.cache = ATTENTION, self.cache
+            config._attn_implementation = ATTENTION
+            activate(self.cache)
             try:
                 self._loop()
             finally:
-                config._attn_implementation, _active.cache = before, None
+                config._attn_implementation = before
+                activate(None)
         return [[s or Sample("", False, []) for s in row] for row in self.out]
 
     def _loop(self) -> None:
@@ -321,18 +205,24 @@ class ContinuousSampler:
             self._fill()
             live = self._compact()
             if not live:
+                if self.order or self.staged:
+                    raise RuntimeError("sampler stalled with rows left")  # slot accounting broke
                 return
             self._advance(list(range(live)), self._step(live))
 
     def _fill(self) -> None:
-        """Give every free decode slot a row, drawing its first token from its head's logits."""
+        """Give free row slots to waiting rows, each drawing its first token from its head's logits."""
         while True:
             free = [s for s, r in enumerate(self.decode) if r is None]
             waiting = sum(len(h.todo) for h in self.staged)
-            if not free or not (waiting or self.order):
-                return
             if waiting < len(free) and self.order:
-                self._prefill_next()
+                if self.free_heads:
+                    self._prefill_next()
+                    waiting = sum(len(h.todo) for h in self.staged)
+                else:
+                    self.stats["head_slot_waits"] += 1
+            if not free or not waiting:
+                return
             slots, logits = self._admit(free)
             self._advance(slots, torch.stack(logits))
 
@@ -345,6 +235,8 @@ class ContinuousSampler:
             if done is not None:
                 self.out[row.head.index][row.j] = done
                 self.decode[s] = None
+                row.head.live -= 1
+                self._release(row.head)
 
     def _finished(self, row: _Row, token: int) -> Sample | None:
         text, closed = cut_at_stop(self.lm.decode(row.tokens), self.stop)
@@ -355,37 +247,50 @@ class ContinuousSampler:
 
     def _step(self, live: int) -> torch.Tensor:
         """One decoding step for the rows in slots [0, live)."""
-        cols = torch.tensor([[self.decode[s].col] for s in range(live)])
-        ids = torch.tensor([[self.decode[s].tokens[-1]] for s in range(live)])
+        rows = self.decode[:live]
+        lengths = torch.tensor([len(r.head.tokens) for r in rows])
+        cols = torch.tensor([[r.col] for r in rows])
+        target = Target(ROWS, torch.arange(live), cols, int(cols.max()) + 1, leading=True,
+                        groups=_groups([r.head.slot for r in rows], int(lengths.max())))
+        ids = torch.tensor([[r.tokens[-1]] for r in rows])
         self.stats["steps"] += 1
         self.stats["row_steps"] += live
-        return self._forward(torch.arange(live), ids, cols, leading=True)
+        return self._forward(target, ids, cols + self.P + lengths[:, None], self._decode_keys(target, lengths))
+
+    def _decode_keys(self, t: Target, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Positions of [prompt | head | own] keys per row, and which head columns are the row's."""
+        b, P, width = len(lengths), self.P, t.groups.width
+        head = torch.arange(width)
+        pos = torch.cat([torch.arange(P).expand(b, P), (P + head).expand(b, width),
+                         P + lengths[:, None] + torch.arange(t.width)], dim=1)
+        valid = torch.cat([torch.ones(b, P, dtype=torch.bool), head < lengths[:, None],
+                           torch.ones(b, t.width, dtype=torch.bool)], dim=1)
+        return pos, valid
 
     # ------------------------------------------------------------ slots
     def _admit(self, free: list[int]) -> tuple[list[int], list[torch.Tensor]]:
-        """Place waiting (head, j) rows into free decode slots, copying the head's columns;
-        returns the slots and the logits each row draws its first token from."""
+        """Place waiting (head, j) rows into free row slots; returns the slots and the logits each
+        row draws its first token from."""
         placed, logits = [], []
         while free and self.staged:
             head = self.staged[0]
-            take = [free.pop(0) for _ in range(min(len(free), len(head.todo)))]
-            self.cache.copy(take, head.slot, len(head.tokens))
-            for s in take:
+            while free and head.todo:
+                s = free.pop(0)
                 j = head.todo.popleft()
                 gen = self.lm._row_generator(self.cfg.seed, self.shared + head.tokens, j) \
                     if self.cfg.temperature > 0 else None
-                self.decode[s] = _Row(head, j, gen, len(head.tokens))
-            placed += take
-            logits += [head.logits] * len(take)
+                self.decode[s] = _Row(head, j, gen)
+                head.live += 1
+                placed.append(s)
+                logits.append(head.logits)
             if not head.todo:
                 self.staged.popleft()
-                self._release(head)
         return placed, logits
 
     def _release(self, head: _Head) -> None:
-        """Free a head's staging slot once all its rows are placed and no head builds on it."""
-        if head is not self.base and not head.todo and head.slot >= 0:
-            self.free_staging.append(head.slot)
+        """Free a head's slot once none of its rows waits or decodes and no head builds on it."""
+        if head is not self.base and not head.todo and not head.live and head.slot >= 0:
+            self.free_heads.append(head.slot)
             head.slot, head.logits = -1, None
 
     def _compact(self) -> int:
@@ -394,18 +299,18 @@ class ContinuousSampler:
         used = [s for s, r in enumerate(self.decode) if r is not None]
         while holes and used and holes[0] < used[-1]:
             dst, src = holes.pop(0), used.pop()
-            self.cache.copy([dst], src, self.decode[src].col)
+            self.cache.copy(ROWS, [dst], src, self.decode[src].col)
             self.decode[dst], self.decode[src] = self.decode[src], None
         return sum(r is not None for r in self.decode)
 
     # ------------------------------------------------------------ heads
     def _prefill_next(self) -> None:
-        """Run the next heads into staging slots: new bases in full, the others on their base."""
-        room = min(self.per_prefill, len(self.free_staging))
+        """Run the next heads into head slots: new bases in full, the others on their base."""
+        room = min(self.per_prefill, len(self.free_heads))
         full, tails, old_bases = [], [], []
         while self.order and len(full) + len(tails) < room:
             head = self.order.popleft()
-            head.slot = self.free_staging.pop()
+            head.slot = self.free_heads.pop()
             same = common_prefix(head.tokens, self.base.tokens) if self.base else 0
             same = min(same, len(head.tokens) - 1)
             if self.base is not None and len(head.tokens) - same <= MAX_TAIL:
@@ -417,7 +322,7 @@ class ContinuousSampler:
         for chunk in self._chunks(full):
             self._run_heads([(h, 0) for h in chunk])
         for head, base, same in tails:
-            self.cache.copy([head.slot], base.slot, same)
+            self.cache.copy(HEADS, [head.slot], base.slot, same)
         if tails:
             self._run_heads([(h, s) for h, _, s in tails])
         self.staged.extend(full + [h for h, _, _ in tails])
@@ -436,8 +341,8 @@ class ContinuousSampler:
         return out
 
     def _run_heads(self, work: list[tuple[_Head, int]]) -> None:
-        """Run ``head.tokens[start:]`` of each head in its staging slot (a left-padded batch whose
-        pads write to the scratch column and attend only the first column)."""
+        """Run ``head.tokens[start:]`` of each head in its slot (a left-padded batch whose pads
+        write to the scratch column and attend the prompt only, or the first column)."""
         q = max(len(h.tokens) - s for h, s in work)
         ids = torch.full((len(work), q), self.lm.pad_id, dtype=torch.long)
         cols = torch.full((len(work), q), self.scratch, dtype=torch.long)
@@ -447,25 +352,29 @@ class ContinuousSampler:
             cols[r, q - k:] = torch.arange(s, len(h.tokens))
         self.stats["prefill_tokens"] += sum(len(h.tokens) - s for h, s in work)
         self.stats["head_tokens"] += sum(len(h.tokens) for h, _ in work)  # what running each in full costs
-        logits = self._forward(torch.tensor([h.slot for h, _ in work]), ids, cols)
+        width = max(len(h.tokens) for h, _ in work)
+        target = Target(HEADS, torch.tensor([h.slot for h, _ in work]), cols, width)
+        real = cols != self.scratch
+        pos = torch.where(real, cols + self.P, max(self.P - 1, 0))
+        keys = torch.arange(self.P + width).expand(len(work), -1)
+        logits = self._forward(target, ids, pos, (keys, torch.ones_like(keys, dtype=torch.bool)))
         for (h, _), row in zip(work, logits):
             h.logits = row
 
     # ------------------------------------------------------------ forward
-    def _forward(self, slots: torch.Tensor, ids: torch.Tensor, cols: torch.Tensor,
-                 leading: bool = False) -> torch.Tensor:
-        """Last-position logits (fp32, CPU) of a batch whose K/V go to ``cols`` of ``slots``."""
-        dev, P = self.lm.device, self.P
-        real = cols != self.scratch
-        width = int(cols[real].max()) + 1
-        pos = torch.where(real, cols + P, max(P - 1, 0))  # pads: the prompt's last position
-        self.cache.point(slots.to(dev), cols.to(dev), width, leading)
-        key = torch.arange(P + width)[None, None, :]
-        seen = key <= pos[..., None]
+    def _forward(self, target: Target, ids: torch.Tensor, pos: torch.Tensor,
+                 keys: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Last-position logits (fp32, CPU). ``pos``: position of each input token; ``keys``:
+        position of each key the batch attends and whether it is the row's."""
+        dev = self.lm.device
+        key_pos, valid = keys
+        seen = valid[:, None, :] & (key_pos[:, None, :] <= pos[..., None])
         masks = self._additive(seen)
         if self.window:
-            near = key > pos[..., None] - self.window
+            near = key_pos[:, None, :] > pos[..., None] - self.window
             masks = {"full_attention": masks, "sliding_attention": self._additive(seen & near)}
+        self.cache.target = Target(target.store, target.slots.to(dev), target.cols.to(dev), target.width,
+                                   target.leading, _to(target.groups, dev))
         out = self.lm.model(input_ids=ids.to(dev), position_ids=pos.to(dev), attention_mask=masks,
                             use_cache=True, logits_to_keep=1, **{self.lm._cache_kw: self.cache})
         self.cache.target = None
@@ -475,3 +384,23 @@ class ContinuousSampler:
         """(rows, 1, q, keys) mask to add to attention scores (built once for all layers)."""
         dtype = self.lm.model.dtype
         return torch.zeros(seen.shape, dtype=dtype).masked_fill_(~seen, float("-inf"))[:, None].to(self.lm.device)
+
+
+def _groups(slots: list[int], width: int) -> Groups:
+    """Rows by head slot: row b is member k of the u-th distinct slot -> flat index u * per + k."""
+    heads = sorted(set(slots))
+    index = {h: u for u, h in enumerate(heads)}
+    seen = dict.fromkeys(heads, 0)
+    member = []
+    for h in slots:
+        member.append(seen[h])
+        seen[h] += 1
+    per = max(seen.values())
+    flat = [index[h] * per + k for h, k in zip(slots, member)]
+    return Groups(torch.tensor(heads), torch.tensor(flat), per, width)
+
+
+def _to(groups: Groups | None, dev) -> Groups | None:
+    if groups is None:
+        return None
+    return Groups(groups.heads.to(dev), groups.flat.to(dev), groups.per, groups.width)
