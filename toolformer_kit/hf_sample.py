@@ -157,13 +157,9 @@ class ContinuousSampler:
         # heads sharing a prefix next to each other, longer x_<i first (so earlier ones are bases)
         self.order = deque(sorted(self.heads, key=lambda h: h.tokens[:-1], reverse=True))
         self.C = max(1, min(rows, len(heads) * n))
-        self.per_prefill = max(1, math.ceil(self.C / n))
+        self.per_prefill = max(1, math.ceil(self.C / n))  # heads per prefill: enough for all row slots
         head_cols = max(len(h) for h in heads) + 1  # + a scratch column for pads
-        per_col = kv_bytes_per_column(lm.model.config, lm.model.dtype.itemsize)
-        fit = (kv_budget - per_col * self.C * (cfg.max_new_tokens + 1)) // (per_col * head_cols)
-        # live heads: those with rows decoding (about 2C/n: a head lives until its slowest row
-        # ends), a prefill batch waiting for slots, the base; more only stalls a prefill a step
-        slots = max(self.per_prefill + 2, min(self.C + self.per_prefill + 2, 3 * self.per_prefill + 3, fit))
+        slots = self._head_slots(head_cols, kv_budget)
         self.scratch = head_cols - 1
         config = text_config(lm.model.config)
         sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
@@ -178,6 +174,13 @@ class ContinuousSampler:
         self.out: list[list[Sample | None]] = [[None] * n for _ in heads]
         self.stats = {"rows": self.C, "head_slots": slots, "steps": 0, "row_steps": 0, "prefill_tokens": 0,
                       "head_tokens": 0, "head_slot_waits": 0}
+
+    def _head_slots(self, cols: int, kv_budget: int) -> int:
+        """Head slots to hold: the heads with rows decoding (about 2C/n, as a head lives until its
+        slowest row ends), a prefill batch, the base. Fewer only delays a prefill by a step."""
+        per_col = kv_bytes_per_column(self.lm.model.config, self.lm.model.dtype.itemsize)
+        fit = (kv_budget - per_col * self.C * (self.cfg.max_new_tokens + 1)) // (per_col * cols)
+        return max(self.per_prefill + 2, min(self.C + self.per_prefill + 2, 3 * self.per_prefill + 3, fit))
 
     def _prefix(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         if not self.P:
