@@ -10,11 +10,15 @@ appears (:func:`input_complete`): the input is all a sample contributes, so the 
 the model would invent are not worth decoding.
 
 **Speed.** The tool prompt (instruction + demonstrations, a few hundred tokens) is the same for
-every document and position. It is handed to the backend as a shared prefix: the transformers
-backend computes its KV cache once per run and runs only the per-position suffix
-``Input: x / Output: x_<i [`` through the model, each row drawing from a generator seeded by the
-whole prefix, so the samples are those of the unsplit prefix (up to float round-off in the
-logits). vLLM gets the whole prefix and shares the prompt through its prefix cache.
+every document and position. It is handed to the backend as a shared prefix, with the
+per-position suffixes ``Input: x / Output: x_<i [`` of all documents of a shard in one call. The
+transformers backend (:mod:`toolformer_kit.hf_sample`) computes the prompt's KV cache once per run
+and holds it once for all rows, runs each document's context once (the suffixes of a document are
+prefixes of its longest one but for the final " ["), and decodes with continuous batching: a row
+that stops hands its slot to the next (position, j) row at once, so the batch stays full across
+positions and documents. Each row draws from a generator seeded by the whole prefix, so the
+samples are those of the unsplit prefix in any batch (up to float round-off in the logits). vLLM
+gets the whole prefix and shares the prompt through its prefix cache.
 """
 
 from __future__ import annotations
@@ -102,19 +106,14 @@ def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positio
 
     Positions are chosen among call sites only (:func:`~.positions.call_sites`); ``context_chars[j]``
     is the length of text j's context-only opening (a window's left context), where no call goes.
+    All positions of all documents go to the backend in one call, so that it can keep its batch
+    full across documents.
     """
     import time
 
     t0 = time.perf_counter()
-    meta, suffixes = [], []
-    ctx_chars = context_chars if context_chars is not None else [0] * len(texts)
-    for doc_id, text, pos, ctx in zip(doc_ids, texts, positions, ctx_chars):
-        sites = call_sites(pos.offsets, LEAD + text, ctx)
-        chosen = select_positions(pos.probs, tau_s, k, allowed=sites)
-        suffixes += position_suffixes(lm, tool, text, pos, chosen)
-        meta += [(doc_id, i, char_offset(pos.offsets[i]), float(pos.probs[i])) for i in chosen]
-    head = prompt_ids(lm, tool)
-    samples = draw(lm, head, suffixes, m, cfg, stats)
+    meta, suffixes = chosen_suffixes(lm, tool, doc_ids, texts, positions, tau_s, k, context_chars)
+    samples = draw(lm, prompt_ids(lm, tool), suffixes, m, cfg, stats)
     takes_input = getattr(tool, "takes_input", True)
     out = []
     for (doc_id, i, off, p), row in zip(meta, samples):
@@ -125,6 +124,19 @@ def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positio
     if stats is not None:
         stats.seconds += time.perf_counter() - t0
     return out
+
+
+def chosen_suffixes(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positions: Sequence[PositionLogprobs],
+                    tau_s: float, k: int, context_chars: Sequence[int] | None = None):
+    """(doc id, position, char offset, p_i) and the suffix to sample from, per chosen position."""
+    meta, suffixes = [], []
+    ctx_chars = context_chars if context_chars is not None else [0] * len(texts)
+    for doc_id, text, pos, ctx in zip(doc_ids, texts, positions, ctx_chars):
+        sites = call_sites(pos.offsets, LEAD + text, ctx)
+        chosen = select_positions(pos.probs, tau_s, k, allowed=sites)
+        suffixes += position_suffixes(lm, tool, text, pos, chosen)
+        meta += [(doc_id, i, char_offset(pos.offsets[i]), float(pos.probs[i])) for i in chosen]
+    return meta, suffixes
 
 
 def draw(lm, head: list[int], suffixes: list[list[int]], n: int, cfg: SamplingConfig,
