@@ -21,8 +21,6 @@ from pathlib import Path
 
 import torch
 
-from toolformer_kit.evidence.cost import matmul_gflops  # noqa: E402,F401  (the one roofline probe)
-
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 

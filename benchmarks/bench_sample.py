@@ -35,9 +35,10 @@ from pathlib import Path
 
 import torch
 
+from toolformer_kit.evidence.cost import matmul_gflops
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_annotate import flop_model  # noqa: E402
-from bench_models import matmul_gflops  # noqa: E402
 from legacy_sample import legacy_sample  # noqa: E402
 
 

@@ -11,7 +11,6 @@ disagree with them.
 
 from __future__ import annotations
 
-import json
 import logging
 import platform
 import subprocess
@@ -21,7 +20,7 @@ from typing import Mapping, Sequence
 from .. import report as R
 from ..eval.harness import RECORDS, read_records
 from ..eval.metrics import bootstrap_ci, mean, paired_bootstrap_diff
-from .funnel import USEFUL, funnel, funnel_rows, search_useful, weakest_step
+from .funnel import USEFUL, funnel, search_useful, weakest_step
 
 log = logging.getLogger(__name__)
 
