@@ -3,7 +3,7 @@
 Per-tool thresholds default to each tool's own :class:`~toolformer_kit.tools.base.AnnotationSettings`
 (the paper's: τs = 0.05, k = 5, m = 5, τf = 1.0; Calculator and MT: 0, 20, 10, 0.5); setting
 ``tau_s``/``k``/``m``/``tau_f`` here overrides them for every tool, and ``per_tool`` for one tool
-(it wins over both).
+(it wins over both). ``call_cost`` (λ, nats) is not the paper's: 0 for every tool unless set.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ class AnnotateConfig:
     k: Optional[int] = _f(None, "at most k positions per document (default: per tool)")
     m: Optional[int] = _f(None, "calls sampled per position (default: per tool)")
     tau_f: Optional[float] = _f(None, "filter threshold τf for every tool (default: per tool)")
-    per_tool: list[str] = _f([], "per-tool overrides TOOL.SETTING=VALUE, e.g. Calendar.tau_s=0,Calculator.k=5")
+    call_cost: float = _f(0.0, "cost λ of a call in nats: keep a call iff L⁻ − L⁺ ≥ τf + λ (0 = the paper's rule)")
+    per_tool: list[str] = _f([], "per-tool overrides TOOL.SETTING=VALUE (SETTING: tau_s, k, m, tau_f, call_cost), "
+                                 "e.g. Calendar.tau_s=0,WikiSearch.call_cost=0.5")
     report_tau_f: list[float] = _f([0.5, 1.0, 2.0], "thresholds for the kept-counts table in the summary")
     max_new_tokens: int = _f(32, "token budget for one sampled call")
     temperature: float = _f(1.0, "sampling temperature (0 = greedy)")
@@ -65,6 +67,10 @@ class AnnotateConfig:
     cpus_per_actor: float = _f(1.0, "ray engine: CPUs per actor (also its torch threads)")
     ray_address: str = _f("", "ray engine: address of an existing cluster ('auto' on a node of it; empty = local)")
 
+
+# Settings added after runs were made, left out of a run's identity at their default so those runs
+# still resume (a run made without call_cost was made at λ = 0).
+ADDED_AT_DEFAULT = {"call_cost": 0.0}
 
 # Settings that do not change what a run writes: a resumed run may differ in these.
 NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",

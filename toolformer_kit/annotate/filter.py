@@ -62,15 +62,30 @@ def weighted_loss(logprobs: Sequence[float], w: np.ndarray) -> float:
     return float(-np.dot(np.asarray(logprobs[:n], dtype=np.float64), w[:n]))
 
 
-def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: float) -> tuple[float, float, bool]:
-    """(L⁻, L⁻ − L⁺, kept) with L⁻ = min(L_i(ε), L_i(e(c, ε))) and kept iff L⁻ − L⁺ ≥ τf.
+def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: float,
+                  call_cost: float = 0.0) -> tuple[float, float, bool]:
+    """(L⁻, L⁻ − L⁺, kept) with L⁻ = min(L_i(ε), L_i(e(c, ε))) and kept iff L⁻ − L⁺ ≥ τf + λ.
 
     >>> tuple(round(x, 3) for x in filter_scores(1.764, 1.629, 0.291, 1.0)[:2]), filter_scores(1.764, 1.629, 0.291, 1.0)[2]
     ((1.629, 1.338), True)
+    >>> filter_scores(1.764, 1.629, 0.291, 1.0, call_cost=0.5)[2]  # a call worth 1.34 nats, priced at 0.5
+    False
     """
     l_minus = min(l_eps, l_call_noresult)
     score = l_minus - l_plus
-    return l_minus, score, bool(score >= tau_f)
+    return l_minus, score, keeps(score, tau_f, call_cost)
+
+
+def keeps(score: float | None, tau_f: float, call_cost: float = 0.0) -> bool:
+    """The kept rule: a call must lower the loss by τf plus what it costs (λ, in nats).
+
+    Why a cost: the loss gain alone ignores that a call takes time (a search, a model), so a call
+    that helps by a hair is kept as readily as one that helps a lot. λ = 0 is the paper's rule.
+
+    >>> keeps(1.2, 1.0), keeps(1.2, 1.0, 0.5), keeps(None, 0.0), keeps(0.0, 0.0)
+    (True, False, False, True)
+    """
+    return score is not None and bool(score >= tau_f + call_cost)
 
 
 def decision_flips(ref_scores: Sequence[float], new_scores: Sequence[float], tau_f: float,
@@ -241,8 +256,10 @@ class _Plan:
 
 
 def score_candidates(scorer: BatchedScorer, docs: Sequence[Sequence[int]], doc_of: Sequence[int],
-                     candidates: Sequence[Candidate], tau_f: dict[str, float]) -> None:
-    """Fill L_eps, L_call_noresult, L_plus, L_minus, score and kept of every scorable candidate.
+                     candidates: Sequence[Candidate], tau_f: dict[str, float],
+                     call_cost: dict[str, float] | None = None) -> None:
+    """Fill L_eps, L_call_noresult, L_plus, L_minus, score and kept of every scorable candidate
+    (kept iff score ≥ τf + λ of its tool; λ absent = 0).
 
     ``doc_of[n]`` is the index in ``docs`` of candidate n's document; its ``score_position`` must
     be set. Candidates that are not scorable (no parse, no result) are left untouched.
@@ -265,7 +282,8 @@ def score_candidates(scorer: BatchedScorer, docs: Sequence[Sequence[int]], doc_o
         c.L_eps = get("eps", None)
         c.L_call_noresult = get("bare", (c.tool, c.input))
         c.L_plus = get("plus", (c.tool, c.input, c.result))
-        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, c.L_call_noresult, c.L_plus, tau_f[c.tool])
+        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, c.L_call_noresult, c.L_plus, tau_f[c.tool],
+                                                    (call_cost or {}).get(c.tool, 0.0))
 
 
 def naive_losses(lm, doc: Sequence[int], call: ToolCall, position: int) -> tuple[float, float, float]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..config import ConfigError, to_dict
 from . import records as R
-from .config import NON_SEMANTIC, AnnotateConfig
+from .config import ADDED_AT_DEFAULT, NON_SEMANTIC, AnnotateConfig
 from .corpus import ReadReport, read_corpus, windowed
 from .execute import Executor
 from .merge import build_corpus
@@ -75,7 +75,8 @@ def _doc_row(d) -> dict:
 
 
 def semantic_settings(cfg: AnnotateConfig) -> dict:
-    return {k: v for k, v in to_dict(cfg).items() if k not in NON_SEMANTIC}
+    return {k: v for k, v in to_dict(cfg).items()
+            if k not in NON_SEMANTIC and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
 
 
 class Runner:

@@ -33,6 +33,7 @@ class Settings:
     k: int
     m: int
     tau_f: float
+    call_cost: float = 0.0
 
 
 def settings_for(tool, cfg: AnnotateConfig) -> Settings:
@@ -41,19 +42,25 @@ def settings_for(tool, cfg: AnnotateConfig) -> Settings:
     >>> from toolformer_kit.tools.base import Tool
     >>> t = Tool("Calendar", str, "", [("a", "b")])
     >>> settings_for(t, AnnotateConfig(k=3, per_tool=["Calendar.tau_s=0", "QA.k=9"]))
-    Settings(tau_s=0.0, k=3, m=5, tau_f=1.0)
+    Settings(tau_s=0.0, k=3, m=5, tau_f=1.0, call_cost=0.0)
+    >>> settings_for(t, AnnotateConfig(call_cost=0.5, per_tool=["Calendar.call_cost=2"])).call_cost
+    2.0
     """
     base = tool.settings
     pick = lambda mine, theirs: theirs if mine is None else mine  # noqa: E731
-    out = Settings(pick(cfg.tau_s, base.tau_s), pick(cfg.k, base.k), pick(cfg.m, base.m), pick(cfg.tau_f, base.tau_f))
+    out = Settings(pick(cfg.tau_s, base.tau_s), pick(cfg.k, base.k), pick(cfg.m, base.m), pick(cfg.tau_f, base.tau_f),
+                   cfg.call_cost)
     for item in cfg.per_tool:
         name, _, rest = item.partition(".")
         key, eq, value = rest.partition("=")
-        if not eq or key not in ("tau_s", "k", "m", "tau_f"):
+        if not eq or key not in ("tau_s", "k", "m", "tau_f", "call_cost"):
             raise ConfigError(f"per-tool setting {item!r} must look like TOOL.SETTING=VALUE with SETTING one of "
-                              "tau_s, k, m, tau_f (e.g. Calendar.tau_s=0)")
+                              "tau_s, k, m, tau_f, call_cost (e.g. Calendar.tau_s=0)")
         if name == tool.name:
             setattr(out, key, (int if key in ("k", "m") else float)(value))
+    if out.call_cost < 0:
+        raise ConfigError(f"call_cost of {tool.name} must be >= 0 nats, got {out.call_cost}; a call never pays "
+                          "for itself, use 0 for the paper's rule")
     return out
 
 
@@ -128,11 +135,13 @@ class ShardAnnotator:
         stats = ShardStats()
         out: list[R.Candidate] = []
         tau_f: dict[str, float] = {}
+        cost: dict[str, float] = {}
         tokens: dict[str, list[int]] = {}
         for tool in self.tools:
             out += self._tool(tool, docs, stats, tokens)
-            tau_f[tool.name] = settings_for(tool, self.cfg).tau_f
-        self._score(out, docs, tokens, tau_f, stats)
+            s = settings_for(tool, self.cfg)
+            tau_f[tool.name], cost[tool.name] = s.tau_f, s.call_cost
+        self._score(out, docs, tokens, tau_f, stats, cost)
         for c in out:
             stats.add(c.tool, f"status_{c.status}")
             stats.add(c.tool, "scored", int(c.score is not None))
@@ -172,7 +181,7 @@ class ShardAnnotator:
         stats.add(tool.name, "samples", len(cands))
         return cands
 
-    def _score(self, cands, docs, tokens: dict, tau_f: dict, stats: ShardStats) -> None:
+    def _score(self, cands, docs, tokens: dict, tau_f: dict, stats: ShardStats, cost: dict | None = None) -> None:
         """Score in the scoring model's own tokenization of the same ``LEAD + text``."""
         t0 = time.perf_counter()
         ids = sorted({c.doc_id for c in cands}, key=[d.doc_id for d in docs].index)
@@ -190,6 +199,6 @@ class ShardAnnotator:
                 if c.score_position is None and c.status == R.OK:
                     c.status, c.error = R.UNPARSABLE, "the call site is not a token start for the scorer"
         before = self.scorer.stats.body_tokens
-        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f)
+        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f, cost)
         stats.tokens["scoring"] += self.scorer.stats.body_tokens - before
         stats.seconds["scoring"] += time.perf_counter() - t0

@@ -183,7 +183,8 @@ def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[st
             ("toolformer", str(out / "train-tools"), [f"k{cfg.k_eval}", "disabled"])]
 
 
-def stage_eval(cfg: ExperimentConfig, out: Path) -> Path:
+def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[str]]] | None = None) -> Path:
+    """Evaluate ``runs`` (default: the paper's four columns, :func:`model_runs`) into ``out/eval``."""
     from ..eval.harness import Setting, decoder_generate, evaluate
     from ..eval.report import write_report
     from ..lm import load_lm
@@ -192,7 +193,7 @@ def stage_eval(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "eval"
     tools = {name: get_tool(name) for name in cfg.tools}
     tasks = eval_tasks(cfg)
-    for label, model, settings in model_runs(cfg, out):
+    for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
         info = {"model": model, "lama_search": cfg.lama_search}
         evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, [Setting.parse(s, cfg.k_eval) for s in settings],
