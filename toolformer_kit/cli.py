@@ -25,6 +25,7 @@ COMMANDS = {
     "inspect": "toolformer_kit.commands.inspect",
     "pipeline": "toolformer_kit.commands.pipeline",
     "experiment": "toolformer_kit.commands.experiment",
+    "study": "toolformer_kit.commands.study",
 }
 
 log = logging.getLogger("toolformer_kit")

@@ -1,0 +1,446 @@
+"""``results/study-NAME/``: report.md (the finding first), results.json, small PNG plots.
+
+Every number is recomputed from the per-example eval records of the study's run folder, with a
+95 % bootstrap interval. Accuracies are averaged over the tasks of a family (math, LAMA, QA) the
+way the paper's Figure 4 averages its benchmarks: each task weighs the same, and the bootstrap
+resamples examples within each task (stratified), paired between tools and disabled.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .. import report as R
+from ..config import to_dict
+from . import paper, results
+from .cost import clock
+from .results import LABEL, git_commit, load_records, pct, tools_setting
+
+log = logging.getLogger(__name__)
+
+FAMILIES = {"svamp": "math", "asdiv": "math", "mawps": "math", "webquestions": "QA", "nq": "QA", "triviaqa": "QA"}
+RAN = {"", "no_result", "tool_error"}  # a call's reason when the tool was actually run
+
+
+def family(task: str) -> str:
+    """
+    >>> family("lama-trex"), family("nq"), family("svamp"), family("dateset")
+    ('LAMA', 'QA', 'math', 'dateset')
+    """
+    return "LAMA" if task.startswith("lama-") else FAMILIES.get(task, task)
+
+
+def params_of(model: str) -> float | None:
+    """Parameters of an embedded model (its registry entry); None for a folder we cannot tell."""
+    from ..models import EMBEDDED
+
+    try:
+        return paper.parse_params(EMBEDDED.get(model).parameters)
+    except Exception:  # noqa: BLE001 - an unknown name or a path: the report says "?"
+        return None
+
+
+# ---------------------------------------------------------------- pure numbers
+def _ci(samples: np.ndarray) -> list[float]:
+    lo, hi = np.quantile(samples, [0.025, 0.975])
+    return [float(lo), float(hi)]
+
+
+def family_paired(per_task: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]], n_resamples: int = 1000,
+                  seed: int = 0) -> dict | None:
+    """Tools vs disabled averaged over tasks (each task weighs the same), with stratified paired
+    bootstrap intervals; ``off`` may be empty for a single arm. None when no task has examples.
+
+    >>> on = {"a": ([{"id": str(i), "correct": i < 5, "called": True} for i in range(10)],
+    ...             [{"id": str(i), "correct": i < 1} for i in range(10)]),
+    ...       "b": ([{"id": "0", "correct": True, "called": False}], [{"id": "0", "correct": True}])}
+    >>> f = family_paired(on, 300)
+    >>> f["tools"]["accuracy"], f["disabled"]["accuracy"], round(f["diff"], 2), f["n"], f["call_rate"]
+    (0.75, 0.55, 0.2, 11, 0.5)
+    """
+    arrays = []
+    for task, (on, off) in sorted(per_task.items()):
+        if off:
+            by_id = {r["id"]: r for r in off}
+            pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id]
+        else:
+            pairs = [(r, r) for r in on]
+        if pairs:
+            arrays.append((task, np.array([[bool(a["correct"]), bool(b["correct"]), bool(a.get("called"))]
+                                           for a, b in pairs], dtype=float)))
+    if not arrays:
+        return None
+    rng = np.random.default_rng(seed)
+    boot = np.zeros((n_resamples, 2))
+    for _, arr in arrays:
+        idx = rng.integers(0, len(arr), size=(n_resamples, len(arr)))
+        boot += arr[idx][:, :, :2].mean(axis=1)
+    boot /= len(arrays)
+    point = np.mean([arr.mean(axis=0) for _, arr in arrays], axis=0)
+    out = {"tasks": [t for t, _ in arrays], "n": int(sum(len(a) for _, a in arrays)),
+           "tools": {"accuracy": float(point[0]), "ci95": _ci(boot[:, 0])},
+           "disabled": {"accuracy": float(point[1]), "ci95": _ci(boot[:, 1])},
+           "diff": float(point[0] - point[1]), "diff_ci95": _ci(boot[:, 0] - boot[:, 1]),
+           "call_rate": float(point[2])}
+    return out
+
+
+def families_of(eval_folder: Path, tasks: Sequence[str], label: str, on: str | None, off: str | None,
+                n_resamples: int, seed: int) -> dict[str, dict]:
+    """Per family: ``label`` under setting ``on`` vs ``off`` (None: ``on`` alone) from an eval folder."""
+    grouped: dict[str, dict] = {}
+    for task in tasks:
+        recs_on = load_records(eval_folder, label, on, task) if on else []
+        recs_off = load_records(eval_folder, label, off, task) if off else []
+        if recs_on:
+            grouped.setdefault(family(task), {})[task] = (recs_on, recs_off)
+    return {fam: f for fam, per in grouped.items() if (f := family_paired(per, n_resamples, seed))}
+
+
+def calls_ran(records: Sequence[Mapping]) -> int:
+    """Tool calls that were actually run while answering (the ones that cost time).
+
+    >>> calls_ran([{"calls": [{"reason": ""}, {"reason": "closed_without_arrow"}]}, {"calls": []}])
+    1
+    """
+    return sum(1 for r in records for c in r.get("calls", []) if c.get("reason", "") in RAN)
+
+
+def helps(stats: Mapping | None) -> bool:
+    return bool(stats and stats.get("diff_ci95") and stats["diff_ci95"][0] > 0)
+
+
+def emergence_text(fam: str, points: Sequence[tuple[float, Mapping | None]]) -> str:
+    """One sentence: from which size tools help here (paired interval above 0), beside the paper.
+
+    >>> s = {"diff": 0.1, "diff_ci95": [0.02, 0.2]}; n = {"diff": 0.0, "diff_ci95": [-0.05, 0.05]}
+    >>> emergence_text("math", [(135e6, n), (630e6, s)])
+    'math: tools help from 630M on (paired interval above 0); the paper saw the gap open at ~775M — here earlier.'
+    >>> emergence_text("QA", [(135e6, n), (630e6, n)])[:60]
+    'QA: tools help at none of the sizes here (135M–630M); the pa'
+    """
+    measured = [(p, s) for p, s in points if p is not None and s is not None]
+    if not measured:
+        return f"{fam}: no size has evaluated examples yet."
+    sizes = [p for p, _ in measured]
+    found = paper.emergence(sizes, [helps(s) for _, s in measured])
+    theirs = paper.paper_emergence(fam) if fam in paper.FIGURE_4 else None
+    span = f"{paper.size_name(min(sizes))}–{paper.size_name(max(sizes))}"
+    ref = f"the paper saw the gap open at ~{paper.size_name(theirs)}" if theirs else "the paper has no curve for it"
+    if found is None:
+        some = [paper.size_name(p) for p, s in measured if helps(s)]
+        if some:
+            return (f"{fam}: tools help at {', '.join(some)} but not at every larger size ({span}); no steady "
+                    f"emergence here; {ref}.")
+        where = ("consistent with that, as it lies above our largest model" if theirs and theirs > max(sizes)
+                 else "so here it does not show" if theirs else "")
+        return f"{fam}: tools help at none of the sizes here ({span}); {ref}" + (f", {where}." if where else ".")
+    when = "" if not theirs else (" — here earlier." if found < theirs * 0.9 else
+                                  " — here later." if found > theirs * 1.1 else " — the same point.")
+    return f"{fam}: tools help from {paper.size_name(found)} on (paired interval above 0); {ref}{when}"
+
+
+def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
+    """Mean seconds of the tool itself over up to ``n`` stored inputs, run uncached here (the eval
+    records keep no per-call timing)."""
+    import time
+
+    from ..tools import get_tool
+
+    runner = get_tool(tool)
+    picked = list(dict.fromkeys(inputs))[:n]
+    if not picked:
+        return {"tool": tool, "calls": 0, "mean_seconds": None, "how": "no stored call to time"}
+    runner(picked[0])  # the first call builds indexes and loads what the tool needs
+    t0 = time.perf_counter()
+    for text in picked:
+        runner(text)
+    return {"tool": tool, "calls": len(picked), "mean_seconds": (time.perf_counter() - t0) / len(picked),
+            "how": f"measured here: {len(picked)} distinct stored inputs re-run uncached after one warm-up call"}
+
+
+# ---------------------------------------------------------------- collecting a study
+def _stages(out: Path) -> dict:
+    path = out / "stages.json"
+    return {k: v.get("seconds") for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+
+
+def _settings(folder: Path) -> dict:
+    path = folder / "experiment.json"
+    return json.loads(path.read_text())["settings"] if path.is_file() else {}
+
+
+def collect_scale(study, n: int, seed: int) -> dict:
+    from .studies import recipe_config
+
+    rows = []
+    for model in study.models:
+        for recipe in study.recipes:
+            sub = Path(study.out) / f"{recipe}-{model}"
+            cfg = recipe_config(study, recipe, sub, model)
+            on = tools_setting(sub / "eval", prefer=f"k{cfg.k_eval}")
+            fams = families_of(sub / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {}
+            for fam, stats in fams.items():
+                rows.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam, **stats})
+    fams = sorted({r["family"] for r in rows})
+    findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f]) for f in fams]
+    return {"rows": rows, "findings": findings,
+            "paper": {"sizes": paper.SIZES, "names": paper.SIZE_NAMES,
+                      "figure_4": {f: {"tools": t, "disabled": d} for f, (t, d) in paper.FIGURE_4.items()},
+                      "emergence": {f: paper.paper_emergence(f) for f in paper.FIGURE_4},
+                      "note": "read off the paper's Figure 4 (midpoints of the ranges read); approximate"}}
+
+
+def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
+    from .studies import recipe_config, reused_config, value_label
+
+    out = {"recipes": {}}
+    for recipe in study.recipes:
+        base = Path(study.out) / recipe
+        cfg = reused_config(study, recipe, base) if study.from_run else recipe_config(study, recipe, base)
+        ref = {label: families_of(base / "eval", cfg.tasks, label, "disabled", None, n, seed)
+               for label in ("base", "cc")}
+        points, inputs = [], []
+        for value in study.values:
+            v = base / value_label(study, value)
+            marker = v / "annotate" / "refilter.json"
+            info = json.loads(marker.read_text()) if marker.is_file() else {}
+            on = tools_setting(v / "eval", prefer=f"k{cfg.k_eval}")
+            recs = [r for t in cfg.tasks for r in (load_records(v / "eval", LABEL, on, t) if on else [])]
+            if value == study.values[0]:
+                inputs = [c.get("input", "") for r in recs for c in r.get("calls", [])
+                          if c.get("reason", "") in RAN and c.get("tool") in cfg.tools]
+            train = v / "train-tools" / "train_summary.json"
+            points.append({"value": value, "c_star_texts": info.get("c_star_texts"),
+                           "c_star_calls": info.get("c_star_calls"), "candidates": info.get("candidates"),
+                           "tau_f": info.get("tau_f"), "call_cost": info.get("call_cost"),
+                           "answered": len(recs), "calls_ran": calls_ran(recs),
+                           "call_rate": (sum(bool(r.get("called")) for r in recs) / len(recs)) if recs else None,
+                           "families": families_of(v / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {},
+                           "best_step": json.loads(train.read_text()).get("best_step") if train.is_file() else None})
+        entry = {"model": cfg.model, "tools": cfg.tools, "tasks": cfg.tasks, "reference": ref, "points": points,
+                 "settings": to_dict(cfg)}
+        if study.name == "cost" and points:
+            entry["latency"] = (latency or measure_latency)(cfg.tools[0], inputs, study.latency_calls)
+            mean_s = entry["latency"]["mean_seconds"]
+            for p in points:
+                saved = points[0]["calls_ran"] - p["calls_ran"]
+                p["calls_saved"] = saved
+                p["latency_saved_s"] = saved * mean_s if mean_s is not None else None
+        entry["findings"] = sweep_findings(study.name, points)
+        out["recipes"][recipe] = entry
+    return out
+
+
+def sweep_findings(kind: str, points: Sequence[Mapping]) -> list[str]:
+    """Per family: how tools accuracy and the call rate move from the first value to the last, and
+    whether the best value's interval clears the worst's."""
+    sym = "τf" if kind == "tau" else "λ"
+    done = [p for p in points if p["families"]]
+    empty = [f"{p['value']:g}" for p in points if p["c_star_calls"] == 0]
+    lines = [f"At {sym} {', '.join(empty)} C* keeps no call: nothing to fine-tune there."] if empty else []
+    if len(done) < 2:
+        return lines + [f"Fewer than two {sym} values are evaluated yet; nothing to compare."]
+    for fam in sorted({f for p in done for f in p["families"]}):
+        have = [(p, p["families"][fam]) for p in done if fam in p["families"]]
+        best = max(have, key=lambda x: x[1]["tools"]["accuracy"])
+        worst = min(have, key=lambda x: x[1]["tools"]["accuracy"])
+        apart = best[1]["tools"]["ci95"][0] > worst[1]["tools"]["ci95"][1]
+        first, last = have[0], have[-1]
+        lines.append(
+            f"{fam}: with tools {pct(first[1]['tools']['accuracy'])}% at {sym} {first[0]['value']:g} → "
+            f"{pct(last[1]['tools']['accuracy'])}% at {sym} {last[0]['value']:g} (calls on "
+            f"{pct(first[1]['call_rate'])}% → {pct(last[1]['call_rate'])}% of inputs; C* "
+            f"{first[0]['c_star_calls']} → {last[0]['c_star_calls']} calls). Best at {sym} {best[0]['value']:g}, "
+            + ("its interval clear of the worst's." if apart else "but the intervals of best and worst overlap: "
+               "no value is distinguishable at this size."))
+    if kind == "cost":
+        last = done[-1]
+        if last.get("latency_saved_s") is not None:
+            lines.append(f"At λ {last['value']:g}, {last['calls_saved']} fewer tool calls ran than at λ "
+                         f"{done[0]['value']:g}: {last['latency_saved_s']:.2f} s of tool time saved over "
+                         f"{last['answered']} answers.")
+    return lines
+
+
+# ---------------------------------------------------------------- report.md and plots
+def _acc(stats: Mapping | None, key: str) -> str:
+    return results.with_ci(stats and stats[key])
+
+
+def _sweep_blocks(kind: str, res: Mapping, plots: dict) -> list[R.Block]:
+    sym = "τf" if kind == "tau" else "λ"
+    blocks = []
+    for recipe, e in res["recipes"].items():
+        blocks += [R.Block("h2", f"{recipe} ({', '.join(e['tools'])}; M = {e['model']})")]
+        blocks += [R.Block("p", f) for f in e["findings"]]
+        if recipe in plots:
+            blocks.append(R.Block("img", f"{recipe}: accuracy, call rate and C* against {sym}", path=plots[recipe]))
+        header = [sym, "C* texts", "C* calls", "family", "n", "tools % [95% CI]", "disabled % [95% CI]",
+                  "tools − disabled [95% CI]", "calls %"]
+        if kind == "cost":
+            header += ["calls run", "saved tool time"]
+        rows = []
+        for p in e["points"]:
+            for fam, s in (p["families"] or {"–": None}).items():
+                row = [f"{p['value']:g}", p["c_star_texts"], p["c_star_calls"], fam, s["n"] if s else 0,
+                       _acc(s, "tools"), _acc(s, "disabled"), results.diff_ci(s), pct(s and s["call_rate"])]
+                if kind == "cost":
+                    saved = p.get("latency_saved_s")
+                    row += [p["calls_ran"], "–" if saved is None else f"{saved:.2f} s"]
+                rows.append(row)
+        blocks.append(R.Block("table", header=header, rows=rows))
+        ref_rows = [[name, fam, s["n"], _acc(s, "tools")] for label, name in (("base", "base"), ("cc", "+CC"))
+                    for fam, s in e["reference"][label].items()]
+        if ref_rows:
+            blocks += [R.Block("p", "The references, trained and evaluated once (calls disabled):"),
+                       R.Block("table", header=["run", "family", "n", "accuracy % [95% CI]"], rows=ref_rows)]
+        if kind == "cost" and e.get("latency"):
+            lat = e["latency"]
+            mean = "–" if lat["mean_seconds"] is None else f"{1000 * lat['mean_seconds']:.2f} ms"
+            blocks.append(R.Block("p", f"Tool latency: {lat['tool']} {mean} per call ({lat['how']}); saved tool time "
+                                       "= (calls run at the smallest λ − calls run at λ) × that mean."))
+    return blocks
+
+
+def _scale_blocks(res: Mapping, plot_name: str | None) -> list[R.Block]:
+    rows = [[r["family"], r["model"], paper.size_name(r["params"]), r["n"], _acc(r, "tools"), _acc(r, "disabled"),
+             results.diff_ci(r), pct(r["call_rate"])]
+            for r in sorted(res["rows"], key=lambda r: (r["family"], r["params"] or 0))]
+    blocks = [R.Block("h2", "Ours: the tool-trained model with tools vs calls disabled"),
+              R.Block("table", header=["family", "model", "parameters", "n", "tools % [95% CI]",
+                                       "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"],
+                      rows=rows)]
+    if plot_name:
+        blocks.append(R.Block("img", "accuracy against parameters, ours and the paper's", path=plot_name))
+    p = res["paper"]
+    prow = [[name] + [f"{t:g} / {d:g}" for fam in p["figure_4"] for t, d in
+                      [(p["figure_4"][fam]["tools"][i], p["figure_4"][fam]["disabled"][i])]]
+            for i, name in enumerate(p["names"])]
+    blocks += [R.Block("h2", "The paper's Figure 4 (tools / disabled, %)"),
+               R.Block("p", f"Averaged over each family's benchmarks, {p['note']}. The gap opens (≥ 1 point from "
+                            "there on) at: " + ", ".join(f"{f} {paper.size_name(s)}" for f, s in p["emergence"].items())
+                       + "."),
+               R.Block("table", header=["model"] + list(p["figure_4"]), rows=prow)]
+    return blocks
+
+
+def plot_scale(res: Mapping, folder: Path) -> str | None:
+    plt = _pyplot()
+    fams = sorted({r["family"] for r in res["rows"]})
+    if plt is None or not fams:
+        return None
+    fig, axes = plt.subplots(1, len(fams), figsize=(3.6 * len(fams), 3.2), squeeze=False)
+    for ax, fam in zip(axes[0], fams):
+        rows = sorted((r for r in res["rows"] if r["family"] == fam and r["params"]), key=lambda r: r["params"])
+        for key, style in (("tools", "-o"), ("disabled", "--s")):
+            xs = [r["params"] for r in rows]
+            ys = [100 * r[key]["accuracy"] for r in rows]
+            err = [[100 * (r[key]["accuracy"] - r[key]["ci95"][0]) for r in rows],
+                   [100 * (r[key]["ci95"][1] - r[key]["accuracy"]) for r in rows]]
+            ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=2, label=f"ours, {key}")
+        if fam in res["paper"]["figure_4"]:
+            ref = res["paper"]["figure_4"][fam]
+            ax.plot(res["paper"]["sizes"], ref["tools"], "-o", color="grey", mfc="none", label="paper, tools")
+            ax.plot(res["paper"]["sizes"], ref["disabled"], "--s", color="grey", mfc="none", label="paper, disabled")
+        ax.set_xscale("log")
+        ax.set_xticks([1e8, 3e8, 1e9, 3e9, 1e10], ["100M", "300M", "1B", "3B", "10B"])
+        ax.minorticks_off()
+        ax.set_title(fam)
+        ax.set_xlabel("parameters")
+        ax.set_ylabel("accuracy (%)")
+    axes[0][0].legend(fontsize="x-small")
+    return _save(plt, fig, folder / "scaling.png")
+
+
+def plot_sweep(kind: str, recipe: str, entry: Mapping, folder: Path) -> str | None:
+    plt = _pyplot()
+    pts = [p for p in entry["points"] if p["families"]]
+    if plt is None or not pts:
+        return None
+    sym = "τf" if kind == "tau" else "λ (nats)"
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.2))
+    for fam in sorted({f for p in pts for f in p["families"]}):
+        have = [(p["value"], p["families"][fam]) for p in pts if fam in p["families"]]
+        for key, style in (("tools", "-o"), ("disabled", "--s")):
+            axes[0].errorbar([v for v, _ in have], [100 * s[key]["accuracy"] for _, s in have],
+                             yerr=[[100 * (s[key]["accuracy"] - s[key]["ci95"][0]) for _, s in have],
+                                   [100 * (s[key]["ci95"][1] - s[key]["accuracy"]) for _, s in have]],
+                             fmt=style, capsize=2, label=f"{fam}, {key}")
+        axes[1].plot([v for v, _ in have], [100 * s["call_rate"] for _, s in have], "-o", label=fam)
+    axes[2].plot([p["value"] for p in entry["points"]], [p["c_star_calls"] or 0 for p in entry["points"]], "-o")
+    for ax, title in zip(axes, ("accuracy (%)", "calls on % of inputs", "calls in C*")):
+        ax.set_xlabel(sym)
+        ax.set_title(title)
+    axes[0].legend(fontsize="x-small")
+    axes[1].legend(fontsize="x-small")
+    return _save(plt, fig, folder / f"{kind}-{recipe}.png")
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed; results have no plots (pip install matplotlib)")
+        return None
+    return plt
+
+
+def _save(plt, fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path.name
+
+
+TITLES = {"scale": "Scaling: does tool use emerge with model size here?",
+          "tau": "τf on downstream accuracy: what the filter threshold does to the trained model",
+          "cost": "Cost-aware filtering: a price λ on each call"}
+
+
+def write_study(study, command: str, latency: Callable | None = None) -> Path:
+    """Recompute everything from the study's run folder and (re)write ``study.results``."""
+    folder = Path(study.results)
+    folder.mkdir(parents=True, exist_ok=True)
+    n, seed = study.bootstrap, study.seed
+    if study.name == "scale":
+        res = collect_scale(study, n, seed)
+        plot_name = plot_scale(res, folder)
+        findings = res["findings"]
+        body = _scale_blocks(res, plot_name)
+    else:
+        res = collect_sweep(study, n, seed, latency)
+        plots = {r: p for r, e in res["recipes"].items() if (p := plot_sweep(study.name, r, e, folder))}
+        findings = [f"[{r} recipe] {f}" for r, e in res["recipes"].items() for f in e["findings"]]
+        body = _sweep_blocks(study.name, res, plots)
+    m = results.machine()
+    res |= {"study": study.name, "command": command, "seed": seed, "commit": git_commit(), "machine": m,
+            "settings": to_dict(study), "wall_seconds": _stages(Path(study.out)),
+            "interval": f"95% percentile bootstrap, {n} resamples, examples resampled within each task and "
+                        "paired between tools and disabled; a family's accuracy is the mean of its tasks'"}
+    tmp = folder / "results.json.tmp"
+    tmp.write_text(json.dumps(res, indent=1, ensure_ascii=False))
+    tmp.replace(folder / "results.json")
+    wall = res["wall_seconds"]
+    blocks = [R.Block("h1", f"Study: {study.name} — {TITLES[study.name]}"), R.Block("h2", "Finding")]
+    blocks += [R.Block("p", f) for f in findings] or [R.Block("p", "Nothing is evaluated yet.")]
+    blocks += body
+    blocks += [R.Block("h2", "Time per step"),
+               R.Block("table", header=("step", "wall time"), rows=[(k, clock(v or 0)) for k, v in wall.items()]),
+               R.Block("h2", "Settings"), R.Block("code", command),
+               R.Block("p", f"Seed {seed}; commit {res['commit']}; {m['cpu']}, {m['cores']} cores, torch {m['torch']} "
+                            f"on {m['torch_threads']} threads; fp32 roofline {m['fp32_matmul_gflops']} GFLOP/s. "
+                            f"Intervals: {res['interval']}. Fine-tuning is LoRA on a CPU at the recipes' sizes, "
+                            "not the paper's full fine-tuning of GPT-J."),
+               R.Block("table", header=("setting", "value"), rows=[(k, v) for k, v in res["settings"].items()])]
+    (folder / "report.md").write_text(R.to_markdown(blocks), encoding="utf-8")
+    log.info("study results in %s", folder)
+    return folder

@@ -1,0 +1,403 @@
+"""Studies: the experiment recipes run over one more axis, each a single resumable command.
+
+* **scale** — the recipe once per model (each model samples, scores, is fine-tuned and evaluated as
+  M), to set tool gain against parameters beside the paper's Figure 4.
+* **tau** — one annotation run, then C* re-filtered at each τf from its stored scores, each
+  fine-tuned and evaluated: what τf does to the trained model, which the paper never reports.
+* **cost** — the same over the call cost λ (kept iff L⁻ − L⁺ ≥ τf + λ): how call rate, accuracy and
+  tool latency move when a call has a price.
+
+Why the sweeps share everything they can: annotation is the expensive stage, and the scores it
+stores decide every τf and λ, so it runs once; the base model and +CC do not depend on the value,
+so they are trained and evaluated once. Each step reuses the experiment's stage functions
+(:mod:`.run`) and its :class:`~.run.Ledger`, so a re-run skips what is finished and refuses a
+finished step whose settings changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ..config import ConfigError, from_dict, load_config_file, to_dict
+from . import run as X
+from .cost import EVAL_RUNS, Progress, clock, estimate
+from .recipe import ExperimentConfig, available, load_recipe
+from .results import LABEL
+
+log = logging.getLogger(__name__)
+
+STUDIES = ("scale", "tau", "cost")
+STUDIES_ENV = "TOOLFORMER_STUDIES"
+# What a recipe's size knobs may be set to from a study (None: the recipe's own value).
+SIZE_KEYS = ("docs", "k", "m", "train_steps", "eval_limit", "eval_batch", "tasks")
+
+
+def _f(default, help_text: str, **kw):
+    meta = {"help": help_text, **kw}
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class StudyConfig:
+    name: str = _f("", "the study: scale, tau or cost (the positional argument)", cli=False)
+    description: str = _f("", "one line: what the study shows", cli=False)
+    out: str = _f("", "run folder (default: runs/study-NAME); one sub-folder per recipe, model and value")
+    results: str = _f("", "where the committed evidence goes (default: results/study-NAME)")
+    recipes: list[str] = _f(["search"], "recipes the study runs (configs/experiments/NAME.yaml)")
+    # ------------------------------------------------------------ the axis
+    models: list[str] = _f(["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                           "scale: the models, each annotating, fine-tuned and evaluated as M")
+    model: Optional[str] = _f(None, "tau, cost: the model M (default: the recipe's)")
+    tau_f_values: list[float] = _f([0.0, 0.5, 1.0, 2.0], "tau: the thresholds τf C* is filtered at", min=-100)
+    call_costs: list[float] = _f([0.0, 0.5, 1.0, 2.0], "cost: the call costs λ in nats C* is filtered at")
+    tau_f: Optional[float] = _f(None, "cost: τf under every λ (default: the recipe's, else each tool's paper value)",
+                                min=-100)
+    from_run: Optional[str] = _f(None, "tau, cost: reuse this finished experiment run's corpus and annotation "
+                                       "(read only; e.g. runs/search) instead of annotating; one recipe only")
+    # ------------------------------------------------------------ sizes (default: each recipe's own)
+    docs: Optional[int] = _f(None, "documents annotated, every recipe (default: the recipe's)")
+    k: Optional[int] = _f(None, "positions per document, every recipe (default: the recipe's)")
+    m: Optional[int] = _f(None, "calls sampled per position, every recipe (default: the recipe's)")
+    train_steps: Optional[int] = _f(None, "optimiser steps per fine-tuning run (default: the recipe's)")
+    eval_limit: Optional[int] = _f(None, "examples per task (default: the recipe's)")
+    eval_batch: Optional[int] = _f(None, "prompts decoded together (default: the recipe's)")
+    tasks: Optional[list[str]] = _f(None, "evaluation tasks, every recipe (default: the recipe's)")
+    per_recipe: list[str] = _f([], "overrides for one recipe, RECIPE.SETTING=VALUE (any recipe setting), "
+                                   "e.g. search.docs=60,math.eval_limit=50; a size above, when set, wins for "
+                                   "every recipe")
+    # ------------------------------------------------------------ report and machine
+    latency_calls: int = _f(200, "cost: stored tool calls re-run uncached to measure the tool's mean latency", min=1)
+    bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
+    seed: int = _f(0, "seed for every stage")
+    threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
+    data_dir: Optional[str] = _f(None, "benchmark folder (default: the recipes')")
+
+    def __post_init__(self) -> None:
+        if self.name not in STUDIES:
+            close = difflib.get_close_matches(self.name, STUDIES, n=1)
+            raise ConfigError(f"unknown study {self.name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                              + f"; available: {', '.join(STUDIES)}")
+        if self.from_run and self.name == "scale":
+            raise ConfigError("--from-run reuses one annotation, but scale annotates with every model; drop it")
+        if self.from_run and len(self.recipes) != 1:
+            raise ConfigError(f"--from-run reuses one recipe's annotation; name that one recipe (--recipes, now "
+                              f"{','.join(self.recipes)})")
+        if self.name == "scale" and len(set(self.models)) != len(self.models):
+            raise ConfigError(f"models must differ, got {','.join(self.models)}")
+        for name in ("tau_f_values", "call_costs"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ConfigError(f"{name} must not repeat a value, got {values}")
+        self.out = self.out or f"runs/study-{self.name}"
+        self.results = self.results or f"results/study-{self.name}"
+
+    @property
+    def values(self) -> list[float]:
+        """The swept values, ascending (scale has none)."""
+        return sorted(self.tau_f_values if self.name == "tau" else self.call_costs if self.name == "cost" else [])
+
+
+# ---------------------------------------------------------------- loading
+def studies_dir() -> Path:
+    """``$TOOLFORMER_STUDIES``, else ``configs/studies`` in the repository."""
+    if os.environ.get(STUDIES_ENV):
+        return Path(os.environ[STUDIES_ENV]).expanduser()
+    return Path(__file__).resolve().parents[2] / "configs" / "studies"
+
+
+def load_study(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> StudyConfig:
+    """The study's YAML (``configs/studies/NAME.yaml``, optional) with ``overrides`` on top."""
+    path = (folder or studies_dir()) / f"{name}.yaml"
+    values = load_config_file(path) if path.is_file() else {}
+    values["name"] = name
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return from_dict(StudyConfig, values, source=str(path) if path.is_file() else "flags")
+
+
+def per_recipe(study: StudyConfig, recipe: str) -> dict[str, str]:
+    """The ``per_recipe`` overrides that name ``recipe``.
+
+    >>> per_recipe(StudyConfig(name="tau", per_recipe=["search.docs=60", "math.docs=9"]), "search")
+    {'docs': '60'}
+    """
+    out = {}
+    for item in study.per_recipe:
+        name, _, rest = item.partition(".")
+        key, eq, value = rest.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"per-recipe setting {item!r} must look like RECIPE.SETTING=VALUE, e.g. search.docs=60")
+        if name not in study.recipes and name not in available():
+            raise ConfigError(f"per-recipe setting {item!r} names {name!r}, which is no recipe "
+                              f"(recipes: {', '.join(available())})")
+        if name == recipe:
+            out[key] = value
+    return out
+
+
+def recipe_config(study: StudyConfig, recipe: str, out: Path, model: str | None = None) -> ExperimentConfig:
+    """A recipe's settings under the study: its YAML, the study's per-recipe overrides, then the
+    sizes set for every recipe (so ``--eval-limit 60`` sets every recipe), the model; the run goes
+    to ``out`` (its own report beside it, in ``out/results``)."""
+    over: dict[str, Any] = per_recipe(study, recipe)
+    over |= {k: getattr(study, k) for k in SIZE_KEYS if getattr(study, k) is not None}
+    over |= {"seed": study.seed, "bootstrap": study.bootstrap, "threads": study.threads, "data_dir": study.data_dir}
+    if model or study.model:
+        over |= {"model": model or study.model, "sampler_model": ""}
+    over |= {"out": str(out), "results": str(out / "results")}
+    return load_recipe(recipe, over)
+
+
+def reused_config(study: StudyConfig, recipe: str, out: Path) -> ExperimentConfig:
+    """With ``--from-run``: the source run's own settings (they made the annotation), the study's
+    downstream ones on top; an upstream setting that differs is an error naming the fix."""
+    source = Path(study.from_run)
+    meta = source / "experiment.json"
+    if not meta.is_file() or not (source / "annotate" / "manifest.json").is_file():
+        raise ConfigError(f"--from-run {source} is not a finished experiment run (it needs experiment.json and "
+                          f"annotate/manifest.json); run `toolformer experiment {recipe}` first, or drop --from-run")
+    made = json.loads(meta.read_text("utf-8"))["settings"]
+    wanted = to_dict(recipe_config(study, recipe, out))
+    upstream = [k for stage in ("corpus", "annotate") for k in X.KEYS[stage]]
+    clash = sorted(k for k in upstream if k in typed_upstream(study, recipe) and wanted[k] != made.get(k))
+    if clash:
+        raise ConfigError(f"--from-run {source} was annotated with {', '.join(f'{k} {made.get(k)!r}' for k in clash)}; "
+                          "drop those settings to reuse it, or annotate anew without --from-run")
+    values = {k: v for k, v in made.items() if k in upstream} | {k: v for k, v in wanted.items() if k not in upstream}
+    return from_dict(ExperimentConfig, values, source=str(meta))
+
+
+def typed_upstream(study: StudyConfig, recipe: str) -> set[str]:
+    """The corpus/annotation settings the study sets itself (the rest come from the source run)."""
+    typed = {k for k in SIZE_KEYS if getattr(study, k) is not None} | set(per_recipe(study, recipe))
+    return typed | ({"model"} if study.model else set())
+
+
+# ---------------------------------------------------------------- steps
+@dataclass
+class Step:
+    """One resumable unit: skipped when ``done()`` and the ledger holds the same ``settings``.
+
+    ``strict`` steps refuse to run over a finished output made with other settings (the ledger's
+    error); the others run again and extend or refuse by themselves (evaluation, a whole recipe)."""
+
+    name: str
+    settings: Optional[dict]
+    done: Callable[[], bool]
+    run: Callable[[], Any]
+    seconds: float = 0.0
+    strict: bool = True
+    detail: dict = field(default_factory=dict)  # a sub-run's own estimate per stage, for --estimate
+
+
+def _never() -> bool:
+    return False
+
+
+def _file(path: Path) -> Callable[[], bool]:
+    return lambda: path.is_file()
+
+
+def value_label(study: StudyConfig, value: float) -> str:
+    """
+    >>> value_label(StudyConfig(name="tau"), 0.5), value_label(StudyConfig(name="cost"), 2.0)
+    ('tau-0.5', 'cost-2')
+    """
+    return f"{study.name}-{value:g}"
+
+
+def thresholds(study: StudyConfig, cfg: ExperimentConfig, value: float) -> tuple[dict, dict]:
+    """(τf, λ) per tool for one swept value."""
+    if study.name == "tau":
+        return {t: value for t in cfg.tools}, {t: 0.0 for t in cfg.tools}
+    tau = study.tau_f if study.tau_f is not None else cfg.tau_f
+    if tau is None:
+        from ..tools import get_tool
+
+        return {t: get_tool(t).settings.tau_f for t in cfg.tools}, {t: value for t in cfg.tools}
+    return {t: tau for t in cfg.tools}, {t: value for t in cfg.tools}
+
+
+def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:
+    """One whole recipe run per (recipe, model), smallest model first."""
+    from .report_study import params_of
+
+    out = Path(study.out)
+    steps = []
+    for model in sorted(study.models, key=lambda m: params_of(m) or float("inf")):
+        for recipe in study.recipes:
+            sub = out / f"{recipe}-{model}"
+            cfg = recipe_config(study, recipe, sub, model)
+            est = estimate(cfg)
+            settings = {k: v for k, v in to_dict(cfg).items() if k not in ("out", "results", "threads")}
+            steps.append(Step(f"{recipe} / {model}", settings, _file(sub / "report.md"),
+                              lambda cfg=cfg: X.run_experiment(cfg, command), sum(est.values()), strict=False,
+                              detail=est))
+    from .report_study import write_study
+
+    return steps + [Step("report", None, _never, lambda: write_study(study, command), 10.0)]
+
+
+def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Step]:
+    """Per recipe: corpus and annotation once (unless reused), +CC trained once, base and +CC
+    evaluated once; then per value: re-filter → C* → train → evaluate the tool-trained model."""
+    from .report_study import write_study
+
+    out = Path(study.out)
+    steps: list[Step] = []
+    for recipe in study.recipes:
+        base = out / recipe
+        cfg = reused_config(study, recipe, base) if study.from_run else recipe_config(study, recipe, base)
+        est = estimate(cfg)
+        per_eval = (est["evaluate"]) / EVAL_RUNS
+        steps.append(Step(f"{recipe}: models", None, _never, lambda cfg=cfg, b=base: begin(cfg, b, command), 5.0))
+        if study.from_run:
+            steps.append(Step(f"{recipe}: reuse {study.from_run}", None, _never,
+                              lambda b=base: link_source(Path(study.from_run), b), 0.0))
+        else:
+            steps.append(Step(f"{recipe}: corpus", X.stage_settings(cfg, "corpus"), _file(base / "corpus/train.jsonl"),
+                              lambda cfg=cfg, b=base: X.stage_corpus(cfg, b), est["corpus"]))
+            steps.append(Step(f"{recipe}: annotate", X.stage_settings(cfg, "annotate"),
+                              _file(base / "annotate/manifest.json"),
+                              lambda cfg=cfg, b=base: X.stage_annotate(cfg, b), est["annotate"]))
+        train = X.stage_settings(cfg, "train")
+        steps.append(Step(f"{recipe}: train (+CC)", train, _file(base / "train-cc/train_summary.json"),
+                          lambda cfg=cfg, b=base: X.stage_train(cfg, b, plain=True), est["train (+CC)"]))
+        steps.append(Step(f"{recipe}: evaluate base, +CC", None, _never,
+                          lambda cfg=cfg, b=base: X.stage_eval(cfg, b, [("base", cfg.model, ["disabled"]),
+                                                                        ("cc", str(b / "train-cc"), ["disabled"])]),
+                          2 * per_eval, strict=False))
+        for value in study.values:
+            v = base / value_label(study, value)
+            tau, lam = thresholds(study, cfg, value)
+            label = f"{recipe} {'τf' if study.name == 'tau' else 'λ'} {value:g}"
+            picked = {"tau_f": tau, "call_cost": lam}
+            steps.append(Step(f"{label}: re-filter", X.stage_settings(cfg, "annotate") | picked,
+                              _file(v / "annotate" / "refilter.json"),
+                              lambda b=base, v=v, tau=tau, lam=lam: refilter_value(b, v, tau, lam), 2.0))
+            steps.append(Step(f"{label}: train", train | picked, trained(v),
+                              lambda cfg=cfg, v=v: train_value(cfg, v), est["train (tools)"]))
+            steps.append(Step(f"{label}: evaluate", None, _never, lambda cfg=cfg, v=v: evaluate_value(cfg, v),
+                              2 * per_eval, strict=False))
+    steps.append(Step("report", None, _never, lambda: write_study(study, command, latency), 10.0))
+    return steps
+
+
+def begin(cfg: ExperimentConfig, base: Path, command: str) -> None:
+    """The models in place, and ``experiment.json`` as an experiment writes it, so that another
+    study can reuse this recipe folder's annotation with ``--from-run``."""
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "experiment.json").write_text(json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
+    X.stage_models(cfg, base)
+
+
+def link_source(source: Path, base: Path) -> None:
+    """The study's recipe folder reads the source run's corpus and annotation through links, so the
+    experiment's stages find them where they look; nothing is written into the source."""
+    base.mkdir(parents=True, exist_ok=True)
+    for name in ("corpus", "annotate"):
+        link = base / name
+        if link.is_symlink() and link.resolve() == (source / name).resolve():
+            continue
+        if link.exists() or link.is_symlink():
+            raise ConfigError(f"{link} exists and is not a link to {source / name}; use another --out")
+        link.symlink_to((source / name).resolve(), target_is_directory=True)
+
+
+def refilter_value(base: Path, folder: Path, tau_f: dict, call_cost: dict) -> None:
+    """C* for one value, and the held-out documents the trainer picks its checkpoint on."""
+    from ..annotate.refilter import refilter_run
+
+    (folder / "corpus").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(base / "corpus" / "dev.jsonl", folder / "corpus" / "dev.jsonl")
+    refilter_run(base / "annotate", folder / "annotate", tau_f, call_cost)
+
+
+EMPTY = "empty.json"
+
+
+def trained(folder: Path) -> Callable[[], bool]:
+    """Done when the tool-trained run is saved, or when its C* was empty (nothing to train)."""
+    run = folder / "train-tools"
+    return lambda: (run / "train_summary.json").is_file() or (run / EMPTY).is_file()
+
+
+def train_value(cfg: ExperimentConfig, folder: Path) -> None:
+    """Fine-tune on one value's C*. A value that keeps no call is a finding, not a failure: it is
+    marked and the study goes on (its point shows an empty C* and no accuracy)."""
+    data = folder / "annotate" / "corpus.jsonl"
+    if not data.read_text(encoding="utf-8").strip():
+        log.warning("%s keeps no call: nothing to fine-tune at this value", data)
+        (folder / "train-tools").mkdir(parents=True, exist_ok=True)
+        (folder / "train-tools" / EMPTY).write_text(json.dumps({"reason": "C* is empty at this value"}))
+        return
+    X.stage_train(cfg, folder, plain=False)
+
+
+def evaluate_value(cfg: ExperimentConfig, folder: Path) -> None:
+    if (folder / "train-tools" / EMPTY).is_file():
+        return
+    X.stage_eval(cfg, folder, [(LABEL, str(folder / "train-tools"), [f"k{cfg.k_eval}", "disabled"])])
+
+
+def plan(study: StudyConfig, command: str = "", latency=None) -> list[Step]:
+    return scale_steps(study, command) if study.name == "scale" else sweep_steps(study, command, latency)
+
+
+def pending(steps: list[Step], ledger: X.Ledger) -> list[str]:
+    """The steps a run would do now (the others are finished with these settings)."""
+    return [s.name for s in steps if not _finished(s, ledger)]
+
+
+def _finished(step: Step, ledger: X.Ledger) -> bool:
+    if step.settings is None:
+        return False
+    if step.strict:
+        return ledger.check(step.name, step.settings, step.done())
+    return step.done() and ledger.data.get(step.name, {}).get("settings") == step.settings
+
+
+def run_study(study: StudyConfig, command: str = "", latency=None) -> Path:
+    """Every step in order, skipping finished ones; returns the results folder."""
+    out = Path(study.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study.json").write_text(json.dumps({"command": command, "settings": to_dict(study)}, indent=1))
+    if study.threads:
+        import torch
+
+        torch.set_num_threads(study.threads)
+    steps = plan(study, command, latency)
+    ledger = X.Ledger(out)
+    progress = Progress({s.name: s.seconds for s in steps}, [s.name for s in steps])
+    for step in steps:
+        if _finished(step, ledger):
+            progress.skip(step.name)
+            continue
+        progress.start(step.name)
+        t0 = time.perf_counter()
+        step.run()
+        seconds = time.perf_counter() - t0
+        ledger.record(step.name, step.settings, seconds)
+        progress.finish(step.name, seconds)
+    return Path(study.results)
+
+
+def estimate_lines(study: StudyConfig) -> list[str]:
+    """What ``--estimate`` prints: each step's cost on this kind of machine, then the total."""
+    steps = plan(study)
+    width = max(len(s.name) for s in steps) + 2
+    lines = []
+    for s in steps:
+        inner = ", ".join(f"{k} {clock(v)}" for k, v in s.detail.items() if v >= 30)
+        lines.append(f"{s.name:<{width}} {clock(s.seconds)}" + (f"  ({inner})" if inner else ""))
+    lines.append(f"{'total':<{width}} {clock(sum(s.seconds for s in steps))}")
+    return lines
