@@ -63,6 +63,7 @@ def test_the_cli_parses_flags_over_the_yaml(monkeypatch):
     from toolformer_kit.cli import build_parser
 
     assert build_parser().parse_args(["study", "tau", "--estimate"]).name == "tau"
+    assert parser.parse_args(["tau", "--from", "runs/search"]).from_run == "runs/search"
 
 
 def test_bad_input_is_one_line_naming_the_fix(capsys):

@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="STUDY", help=f"the study: {', '.join(STUDIES)}")
     parser.add_argument("--estimate", action="store_true", help="print the estimated time per step and exit")
     add_dataclass_args(parser, StudyConfig)
+    parser.add_argument("--from", dest="from_run", default=None, metavar="RUN", help="the same as --from-run")
 
 
 def _flags(args: argparse.Namespace) -> dict:
