@@ -155,6 +155,10 @@ def test_a_sweep_annotates_once_trains_references_once_and_resumes(tmp_path, mon
         "search τf 2: re-filter", "search τf 2: train", "search τf 2: evaluate", "report"]
     S.run_study(more)
     assert "train-tau-2" in calls and "train-tau-0" not in calls and "annotate" not in calls
+    calls.clear()
+    with pytest.raises(ConfigError, match="--tasks: .*nope"):
+        S.run_study(S.load_study("tau", {"out": str(tmp_path / "other"), "tasks": ["nope"]}))
+    assert calls == []  # refused before any stage ran
     changed = S.load_study("tau", {"out": study.out, "results": study.results, "train_steps": 3})
     with pytest.raises(ConfigError, match=r"was made with other settings \(train_steps: 40 → 3\)"):
         S.run_study(changed)

@@ -197,12 +197,10 @@ def collect_scale(study, n: int, seed: int) -> dict:
 
 
 def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
-    from .studies import recipe_config, reused_config, value_label
+    from .studies import sweep_configs, value_label
 
     out = {"recipes": {}}
-    for recipe in study.recipes:
-        base = Path(study.out) / recipe
-        cfg = reused_config(study, recipe, base) if study.from_run else recipe_config(study, recipe, base)
+    for recipe, base, cfg in sweep_configs(study):
         ref = {label: families_of(base / "eval", cfg.tasks, label, "disabled", None, n, seed)
                for label in ("base", "cc")}
         points, inputs = [], []

@@ -247,16 +247,30 @@ def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:
     return steps + [Step("report", None, _never, lambda: write_study(study, command), 10.0)]
 
 
+def sweep_configs(study: StudyConfig) -> list[tuple[str, Path, ExperimentConfig]]:
+    """(recipe, its folder, its settings) of a τf or λ sweep."""
+    out = []
+    for recipe in study.recipes:
+        base = Path(study.out) / recipe
+        out.append((recipe, base, reused_config(study, recipe, base) if study.from_run
+                    else recipe_config(study, recipe, base)))
+    return out
+
+
+def check_tasks(cfg: ExperimentConfig) -> None:
+    """Fail before annotating, not after, when a task is unknown or its data cannot be read."""
+    from ..pipeline import PipelineConfig, check_inputs
+
+    check_inputs(PipelineConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+
+
 def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Step]:
     """Per recipe: corpus and annotation once (unless reused), +CC trained once, base and +CC
     evaluated once; then per value: re-filter → C* → train → evaluate the tool-trained model."""
     from .report_study import write_study
 
-    out = Path(study.out)
     steps: list[Step] = []
-    for recipe in study.recipes:
-        base = out / recipe
-        cfg = reused_config(study, recipe, base) if study.from_run else recipe_config(study, recipe, base)
+    for recipe, base, cfg in sweep_configs(study):
         est = estimate(cfg)
         per_eval = (est["evaluate"]) / EVAL_RUNS
         steps.append(Step(f"{recipe}: models", None, _never, lambda cfg=cfg, b=base: begin(cfg, b, command), 5.0))
@@ -376,6 +390,9 @@ def run_study(study: StudyConfig, command: str = "", latency=None) -> Path:
 
         torch.set_num_threads(study.threads)
     steps = plan(study, command, latency)
+    if study.name != "scale":  # a scale run is recipe runs, which check their own
+        for _, _, cfg in sweep_configs(study):
+            check_tasks(cfg)
     ledger = X.Ledger(out)
     progress = Progress({s.name: s.seconds for s in steps}, [s.name for s in steps])
     for step in steps:
