@@ -4,6 +4,7 @@ resumption, all without a model (the end-to-end run on the real SmolLM2 is the o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from toolformer_kit.evidence.results import headline_rows, paired
 def test_both_recipes_load_and_every_field_can_be_overridden():
     assert {"math", "search"} <= set(available())
     math = load_recipe("math")
-    assert math.name == "math" and math.tools == ["Calculator"] and math.corpus == "gsm8k"
+    assert math.name == "math" and math.tools == ["Calculator"] and math.corpus == "gsm8k-prose"
     assert math.out == "runs/math" and math.results == "results/math" and math.eval_limit >= 200
     search = load_recipe("search", {"eval_limit": 7, "tasks": ["nq"], "lama_search": False})
     assert search.eval_limit == 7 and search.tasks == ["nq"] and search.lama_search is False
@@ -44,7 +45,7 @@ def test_bad_values_in_a_recipe_or_a_flag_are_one_clear_error(tmp_path, capsys):
     with pytest.raises(ConfigError, match="docs must be >= 1"):
         load_recipe("math", {"docs": 0})
     assert cmd.main(["math", "--corpus", "web", "--estimate"]) == 2
-    assert "corpus must be one of gsm8k, wiki" in capsys.readouterr().err
+    assert "corpus must be one of gsm8k, gsm8k-prose, wiki" in capsys.readouterr().err
 
 
 def test_the_cli_estimates_from_the_recipe_with_flags_on_top(capsys):
@@ -270,3 +271,16 @@ def test_experiment_math_end_to_end_at_a_tiny_size(tmp_path):
     assert cmd.main(argv) == 0  # resumed: nothing upstream is redone
     again = json.loads((out / "stages.json").read_text())
     assert again["annotate"] == first["annotate"] and again["train (tools)"] == first["train (tools)"]
+
+
+def test_the_maths_corpus_in_prose_drops_written_sums_but_keeps_the_draw_and_every_result():
+    from toolformer_kit.evidence.corpora import gsm8k_corpus
+
+    written, _ = gsm8k_corpus(12, 0, 0)
+    prose, _ = gsm8k_corpus(12, 0, 0, prose=True)
+    assert [d.doc_id for d in written] == [d.doc_id for d in prose]
+    assert sum(d.text.count("=") for d in prose) < sum(d.text.count("=") for d in written) / 2
+    for w, p in zip(written, prose):
+        assert "<<" not in p.text and len(p.text) <= len(w.text)
+        # every number the prose keeps was in the written solution: results are not invented
+        assert set(re.findall(r"\d+", p.text)) <= set(re.findall(r"\d+", w.text))

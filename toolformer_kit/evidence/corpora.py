@@ -67,10 +67,12 @@ def split_draw(docs: Sequence[Document], n: int, dev: int) -> tuple[list[Documen
     return list(docs[:n]), list(docs[n: n + dev])
 
 
-def gsm8k_corpus(n: int, dev: int, seed: int) -> tuple[list[Document], list[Document]]:
+def gsm8k_corpus(n: int, dev: int, seed: int, prose: bool = False) -> tuple[list[Document], list[Document]]:
+    """GSM8K solutions; with ``prose`` their written-out sums shortened to results
+    (:func:`~toolformer_kit.annotate.sources.written_sums_dropped`). Same draw either way."""
     from ..annotate.sources import gsm8k_docs
 
-    docs = gsm8k_docs(n + dev, random.Random(f"{seed}:experiment:gsm8k"))
+    docs = gsm8k_docs(n + dev, random.Random(f"{seed}:experiment:gsm8k"), prose)
     random.Random(seed).shuffle(docs)  # gsm8k_docs sorts by row; the split must not follow file order
     return split_draw(docs, n, dev)
 
@@ -102,5 +104,6 @@ def evaluated_text(tasks: Sequence[str], data_dir) -> tuple[list[str], list[str]
     return answers, questions
 
 
-CORPORA = {"gsm8k": "GSM8K worked solutions, <<…>> marks removed", "wiki": "Wikipedia lead summaries the "
+CORPORA = {"gsm8k": "GSM8K worked solutions, <<…>> marks removed",
+           "gsm8k-prose": "GSM8K worked solutions with written-out sums shortened to their results", "wiki": "Wikipedia lead summaries the "
            "evaluation does not ask about"}

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from ..config import ConfigError, from_dict, load_config_file
 
 RECIPES_ENV = "TOOLFORMER_RECIPES"
-CORPORA = ("gsm8k", "wiki")
+CORPORA = ("gsm8k", "gsm8k-prose", "wiki")
 
 
 def _f(default, help_text: str, **kw):
@@ -38,8 +38,8 @@ class ExperimentConfig:
     model: str = _f("smollm2-135m", "model that samples, scores and is fine-tuned (the paper's M)")
     sampler_model: str = _f("", "another model that proposes calls ('' = --model, as in the paper)")
     tools: list[str] = _f(["Calculator"], "tools to annotate and to evaluate with")
-    corpus: str = _f("gsm8k", "corpus: gsm8k (worked maths solutions) or wiki (Wikipedia summaries the "
-                              "evaluation does not ask about)")
+    corpus: str = _f("gsm8k", "corpus: gsm8k (worked maths solutions), gsm8k-prose (the same with "
+                              "'16 / 2 = 8' written as '8') or wiki (Wikipedia summaries the evaluation does not ask about)")
     docs: int = _f(40, "documents annotated (the main cost knob of annotation)", min=1)
     window_tokens: int = _f(128, "annotation window length in tokens", min=8)
     k: Optional[int] = _f(None, "positions per document (default: each tool's paper setting)")

@@ -98,8 +98,8 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "corpus"
     folder.mkdir(parents=True, exist_ok=True)
     excluded: set[str] = set()
-    if cfg.corpus == "gsm8k":
-        docs, dev = gsm8k_corpus(cfg.docs, cfg.dev_docs, cfg.seed)
+    if cfg.corpus.startswith("gsm8k"):
+        docs, dev = gsm8k_corpus(cfg.docs, cfg.dev_docs, cfg.seed, prose=cfg.corpus == "gsm8k-prose")
     else:
         from ..annotate.sources import _load_wiki
 
