@@ -133,11 +133,15 @@ def parse_call_at(text: str, pos: int) -> ParsedCall | None:
         return None
     tool, in_start = m.group(1), m.end()
     paren = _input_end(text, in_start)
-    if paren < 0:  # never closed: everything to the end of the line is the input so far
+    if paren < 0:  # no ")" before "]" or "->": malformed, so it never runs (closed False)
         line_end = text.find("\n", in_start)
         line_end = len(text) if line_end < 0 else line_end
-        raw = text[in_start:line_end]
-        return ParsedCall(ToolCall(tool, normalize_input(raw.rstrip(")]"))), pos, line_end, False)
+        close = text.find(CALL_CLOSE, in_start, line_end)
+        # A "]" on the line still ends the call's text: what follows is the model's own words
+        # ("[Calculator(4*6) = 24] 24 hours" answers "24 hours"), not more of the call.
+        end = close + 1 if close >= 0 else line_end
+        raw = text[in_start:end]
+        return ParsedCall(ToolCall(tool, normalize_input(raw.rstrip(")]"))), pos, end, False)
     tail = _END_AFTER_PAREN.match(text, paren + 1)
     assert tail is not None
     call_input = normalize_input(text[in_start:paren])
@@ -172,7 +176,16 @@ def parse_sampled(continuation: str) -> ParsedCall | None:
 
 
 def strip_calls(text: str) -> str:
-    """Remove every call (and the space before it): the "+CC" baseline's view of C*."""
+    """Remove every call (and the space before it): the "+CC" baseline's view of C*, and the
+    answer text the evaluation scores. A malformed call ends at its "]", so the words after it stay.
+
+    >>> strip_calls("It is [Calculator(3 * 2) -> 6] 6 hours.")
+    'It is 6 hours.'
+    >>> strip_calls(" [Calculator(4*6 + 6*86) = 24 + 504 = 528] 528 hours a day.")
+    ' 528 hours a day.'
+    >>> strip_calls("So [Calculator(2 + 3 is five")
+    'So'
+    """
     out, last = [], 0
     for parsed in find_calls(text):
         start = parsed.start - 1 if parsed.start > 0 and text[parsed.start - 1] == " " else parsed.start
