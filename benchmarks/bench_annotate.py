@@ -184,7 +184,7 @@ def engine_table(args, docs, tool) -> dict:
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.annotate.records import read_jsonl
     from toolformer_kit.annotate.runner import Runner
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     combos = [("local", "hf")] + ([("ray", "hf")] if available("ray") else []) + \
              ([("local", "vllm")] if available("vllm") else [])
@@ -221,7 +221,7 @@ def dtype_table(args, docs, tool) -> dict:
     from collections import Counter
 
     from toolformer_kit.annotate.stages import ShardAnnotator
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     dtypes = args.dtypes.split(",")
     lms = {d: load_lm(args.model, device="cpu", dtype=d) for d in dtypes}
@@ -312,8 +312,8 @@ def main(argv=None) -> int:
     import torch
 
     from toolformer_kit.annotate.sources import SOURCES
-    from toolformer_kit.annotate.stages import settings_for
-    from toolformer_kit.lm import load_lm, native_bf16
+    from toolformer_kit.annotate.config import tool_settings
+    from toolformer_kit.lm.base import load_lm, native_bf16
     from toolformer_kit.tools import get_tool
     import random
 
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
     report = {
         "machine": machine,
         "setup": {"model": args.model, "sampler": args.sampler_model or args.model, "tool": args.tool,
-                  "documents": len(docs), **vars(settings_for(tool, annot.cfg))},
+                  "documents": len(docs), **vars(tool_settings(annot.cfg, tool))},
         "stages": _both_roofs(stage_table(args, lm, sampler, tool, docs, annot, cands, stats, roof), roofs),
         "candidates": len(cands), "scored": sum(c.score is not None for c in cands),
         "pipeline_seconds": round(wall, 2),

@@ -15,9 +15,10 @@ import argparse
 import statistics
 import time
 
-from toolformer_kit.commands.generate import demo_prompt
-from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
-from toolformer_kit.lm import load_lm
+from toolformer_kit.decode.demos import demo_prompt
+from toolformer_kit.decode.config import DecodeConfig
+from toolformer_kit.decode.hf import ToolAwareDecoder
+from toolformer_kit.lm.base import load_lm
 from toolformer_kit.tools import get_tool
 from toolformer_kit.tools.engine import ToolEngine
 

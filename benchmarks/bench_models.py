@@ -48,7 +48,7 @@ def forward_flops_per_token(model, seq: int) -> float:
 
 
 def bench(name: str, dtypes: list[str], batch: int, seq: int, repeats: int) -> list[dict]:
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     lms = {d: load_lm(name, device="cpu", dtype=d) for d in dtypes}
     ids = torch.randint(100, 1000, (batch, seq))
@@ -72,9 +72,10 @@ def bench(name: str, dtypes: list[str], batch: int, seq: int, repeats: int) -> l
 def greedy_agreement(name: str, dtypes: list[str], task: str, n: int, new_tokens: int, data_dir: str) -> dict:
     """Tool-aware greedy decoding (Calculator, k 10 as in eval) of a benchmark's first ``n`` prompts
     in each dtype, alternating batch by batch: identical outputs vs the first dtype, and tokens/s."""
-    from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+    from toolformer_kit.decode.config import DecodeConfig
+    from toolformer_kit.decode.hf import ToolAwareDecoder
     from toolformer_kit.eval.tasks import get_task
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
     from toolformer_kit.tools import get_tool
     from toolformer_kit.tools.engine import ToolEngine
 
@@ -99,7 +100,7 @@ def greedy_agreement(name: str, dtypes: list[str], task: str, n: int, new_tokens
 
 
 def main(argv=None) -> None:
-    from toolformer_kit.lm import native_bf16, resolve_dtype
+    from toolformer_kit.lm.base import native_bf16, resolve_dtype
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=8)

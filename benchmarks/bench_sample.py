@@ -44,7 +44,7 @@ from legacy_sample import legacy_sample  # noqa: E402
 
 def pipeline_config(sampler: str, tool: str):
     from toolformer_kit.annotate.config import AnnotateConfig
-    from toolformer_kit.pipeline import PipelineConfig
+    from toolformer_kit.pipeline.config import PipelineConfig
 
     p = PipelineConfig()
     return AnnotateConfig(model=p.model, sampler_model=sampler, tools=[tool], corpus="default",
@@ -56,10 +56,11 @@ def workload(lm, tool, cfg):
     from toolformer_kit.annotate.corpus import ReadReport
     from toolformer_kit.annotate.runner import Runner
     from toolformer_kit.annotate.sample import chosen_suffixes, document_positions
-    from toolformer_kit.annotate.stages import ShardStats, eligible, settings_for
+    from toolformer_kit.annotate.config import tool_settings
+    from toolformer_kit.annotate.stages import ShardStats, eligible
 
     docs, _ = Runner(cfg)._documents(lm, ReadReport())
-    s = settings_for(tool, cfg)
+    s = tool_settings(cfg, tool)
     best = ([], [])
     for start in range(0, len(docs), cfg.shard_size):
         pairs = eligible(tool, docs[start: start + cfg.shard_size], cfg, ShardStats())
@@ -84,7 +85,7 @@ def run_sampler(fn, lm, suffixes, m, prompt, cfg):
 
 def compare(lm, tool, docs, suffixes, m, args) -> dict:
     from toolformer_kit.annotate.sample import prompt_ids
-    from toolformer_kit.lm import SamplingConfig
+    from toolformer_kit.lm.base import SamplingConfig
 
     prompt = prompt_ids(lm, tool)[len(lm.bos_ids):]
     heads = suffixes[: args.heads or None]
@@ -154,7 +155,7 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
     from toolformer_kit.tools import get_tool
 
     report = {"threads": torch.get_num_threads(), "load_average": os.getloadavg(),

@@ -12,7 +12,7 @@ import copy
 
 import torch
 
-from toolformer_kit.lm import Sample, SamplingConfig, cut_at_stop
+from toolformer_kit.lm.base import Sample, SamplingConfig, cut_at_stop
 
 
 @torch.no_grad()
@@ -49,7 +49,7 @@ def _start_group(lm, shared, heads):
         past = DynamicCache()
     logits = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device),
                       position_ids=pos.to(lm.device), use_cache=True, logits_to_keep=1,
-                      **{lm._cache_kw: past}).logits[:, -1].float()
+                      **{lm.cache_kw: past}).logits[:, -1].float()
     return past, mask.to(lm.device), (pos[:, -1] + 1).to(lm.device), logits
 
 
@@ -82,7 +82,7 @@ def _sample_group(lm, shared, heads, n, cfg, stop, stop_when):
             rows = [rows[b] for b in keep]
         mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
         step = lm.model(input_ids=torch.tensor(tokens, device=lm.device)[:, None], attention_mask=mask,
-                        position_ids=next_pos[:, None], use_cache=True, **{lm._cache_kw: past})
+                        position_ids=next_pos[:, None], use_cache=True, **{lm.cache_kw: past})
         logits = step.logits[:, -1].float()
         next_pos = next_pos + 1
     for r in range(len(gens)):

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     from toolformer_kit.annotate import records as R
     from toolformer_kit.annotate.filter import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
     from toolformer_kit.tools import get_tool
 
     run = Path(args.run)

@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture(scope="session")
 def smollm2():
     """The real embedded SmolLM2-135M behind the transformers backend."""
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     return load_lm("smollm2-135m", device="cpu")
 
@@ -17,6 +17,6 @@ def smollm2():
 @pytest.fixture(scope="session")
 def qwen():
     """The real embedded Qwen2.5-Coder-0.5B-class model (630M parameters)."""
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     return load_lm("qwen2.5-coder-0.5b", device="cpu")

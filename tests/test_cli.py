@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from toolformer_kit.cli import COMMANDS, build_parser, main
+from toolformer_kit.commands.cli import COMMANDS, build_parser, main
 
 
 def test_every_command_has_help(capsys):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from toolformer_kit.config import ConfigError
-from toolformer_kit.lm import cpu_has_bf16, resolve_dtype
+from toolformer_kit.lm.base import cpu_has_bf16, resolve_dtype
 
 # ---------------------------------------------------------------- auto and bad input
 
@@ -90,7 +90,7 @@ def filter_scores_of(lm):
 
 @pytest.fixture(scope="module")
 def smollm2_bf16():
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     return load_lm("smollm2-135m", device="cpu", dtype="bf16")
 

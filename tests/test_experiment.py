@@ -83,7 +83,7 @@ def test_the_funnel_counts_each_step_within_the_one_before():
 
 
 def test_intermediates_come_from_the_gold_equation_of_each_benchmark():
-    from toolformer_kit.commands.eval import default_data_dir
+    from toolformer_kit.eval.config import default_data_dir
     from toolformer_kit.eval.tasks import get_task
 
     for task in ("svamp", "asdiv", "mawps"):
@@ -174,7 +174,7 @@ def test_headline_rows_skip_tasks_that_have_not_run(finished_run):
 
 
 def test_the_pipeline_report_opens_with_its_verdict(tmp_path, monkeypatch):
-    from toolformer_kit import pipeline, report
+    from toolformer_kit.pipeline import report, run as pipeline
 
     for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
         monkeypatch.setattr(report, name, lambda *a: [])
@@ -201,7 +201,7 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
                 path.write_text("{}")
         return stage
 
-    monkeypatch.setattr("toolformer_kit.pipeline.check_inputs", lambda cfg: None)
+    monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
     monkeypatch.setattr(R, "stage_models", fake("models"))
     monkeypatch.setattr(R, "stage_corpus", fake("corpus", "corpus/train.jsonl"))
     monkeypatch.setattr(R, "stage_annotate", fake("annotate", "annotate/manifest.json"))
@@ -231,7 +231,7 @@ def test_an_empty_c_star_stops_before_training_with_the_fix(tmp_path):
 
 
 def test_search_corpus_leaves_out_what_the_evaluation_asks_about():
-    from toolformer_kit.commands.eval import default_data_dir
+    from toolformer_kit.eval.config import default_data_dir
     from toolformer_kit.evidence.corpora import asked_about, evaluated_text, wiki_corpus
     from toolformer_kit.annotate.sources import _load_wiki
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from toolformer_kit.lm import LanguageModel, SamplingConfig
+from toolformer_kit.lm.base import LanguageModel, SamplingConfig
 
 pytestmark = pytest.mark.real_model
 

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from toolformer_kit import models
-from toolformer_kit.models import ModelError, is_complete, pull, pulled, resolve_model
+from toolformer_kit.lm import embedded as models
+from toolformer_kit.lm.embedded import ModelError, is_complete, pull, pulled, resolve_model
 
 
 def test_embedded_models_are_listed_with_metadata():
@@ -77,7 +77,7 @@ def test_pull_is_idempotent_and_rebuilds_a_damaged_folder(tmp_path):
 
 @pytest.mark.real_model
 def test_hub_id_without_network_is_a_clear_error(monkeypatch):
-    from toolformer_kit.hf_lm import HFLanguageModel
+    from toolformer_kit.lm.hf import HFLanguageModel
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RuntimeError, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):

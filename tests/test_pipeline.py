@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from toolformer_kit import pipeline
+from toolformer_kit.pipeline import run as pipeline
 from toolformer_kit.annotate.sources import _load_wiki, default_corpus
 from toolformer_kit.config import ConfigError
-from toolformer_kit.pipeline import heldout_texts
+from toolformer_kit.pipeline.run import heldout_texts
 
 
 def test_dev_texts_exclude_summaries_whose_windows_were_trained_on():
@@ -46,8 +46,6 @@ def annotated(tmp_path):
 
 def _run_stubbed(cfg, folder, monkeypatch):
     """run_pipeline with every heavy stage replaced; returns the TrainConfigs it would train."""
-    import toolformer_kit.train as train
-
     trained = []
     monkeypatch.setattr(pipeline, "check_inputs", lambda cfg: None)
     monkeypatch.setattr(pipeline, "stage_models", lambda cfg: None)
@@ -55,7 +53,7 @@ def _run_stubbed(cfg, folder, monkeypatch):
     monkeypatch.setattr(pipeline, "stage_annotate", lambda cfg, out: folder)
     monkeypatch.setattr(pipeline, "stage_eval", lambda *a: folder)
     monkeypatch.setattr(pipeline, "stage_report", lambda *a: (folder, folder))
-    monkeypatch.setattr(train, "run_training", trained.append)
+    monkeypatch.setattr(pipeline, "run_training", trained.append)
     pipeline.run_pipeline(cfg)
     return {("+CC" if c.plain_baseline else "tools"): c for c in trained}
 
@@ -102,7 +100,7 @@ def test_heldout_documents_skip_what_was_annotated_in_any_form():
 
 # ---------------------------------------------------------------- measured tasks (issue 13, item 7)
 def test_default_tasks_measure_every_annotated_tool_that_has_a_benchmark():
-    from toolformer_kit.report import exercised
+    from toolformer_kit.pipeline.report import exercised
 
     cfg = pipeline.PipelineConfig()
     measured = {exercised(t) for t in cfg.tasks}
@@ -112,7 +110,7 @@ def test_default_tasks_measure_every_annotated_tool_that_has_a_benchmark():
 
 
 def test_check_inputs_fails_early_when_a_task_file_is_missing(tmp_path):
-    from toolformer_kit.commands.eval import default_data_dir
+    from toolformer_kit.eval.config import default_data_dir
 
     (tmp_path / "math").symlink_to(default_data_dir() / "math")  # maths present, QA files missing
     with pytest.raises(ConfigError, match="task webquestions: WebQuestions not found"):
@@ -120,3 +118,24 @@ def test_check_inputs_fails_early_when_a_task_file_is_missing(tmp_path):
     with pytest.raises(ConfigError, match="unknown task 'svamq'"):
         pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamq"], data_dir=str(tmp_path)))
     pipeline.check_inputs(pipeline.PipelineConfig(tasks=["svamp", "dateset"], data_dir=str(tmp_path)))
+
+
+def test_the_eval_stage_asks_for_what_the_old_command_line_did(tmp_path):
+    """stage_eval once built an argv for the eval command; the EvalConfig it now builds is that argv's."""
+    import argparse
+
+    from toolformer_kit.commands import eval as eval_cmd
+    from toolformer_kit.config import build_config
+    from toolformer_kit.eval.config import EvalConfig
+
+    for extra in ({}, {"data_dir": "/data", "threads": 2}):
+        cfg = pipeline.PipelineConfig(out=str(tmp_path), **extra)
+        argv = ["--model", f"toolformer={tmp_path}/t", "--baselines", f"base={cfg.model},cc={tmp_path}/c",
+                "--tasks", ",".join(cfg.tasks), "--limit", str(cfg.eval_limit), "--out", str(tmp_path / "eval"),
+                "--heldout", str(tmp_path / "dev.jsonl"), "--seed", str(cfg.seed)]
+        argv += ["--data-dir", cfg.data_dir] if cfg.data_dir else []
+        argv += ["--threads", str(cfg.threads)] if cfg.threads else []
+        parser = argparse.ArgumentParser()
+        eval_cmd.add_arguments(parser)
+        old = build_config(EvalConfig, parser.parse_args(argv))
+        assert pipeline.eval_config(cfg, tmp_path, tmp_path / "t", tmp_path / "c", tmp_path / "dev.jsonl") == old

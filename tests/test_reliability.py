@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from toolformer_kit.cli import main
+from toolformer_kit.commands.cli import main
 
 DOCS = [{"id": f"d{i}", "text": f"Doc {i}: 12 plus 30 is 42, item {i}."} for i in range(6)]
 
@@ -137,7 +137,7 @@ def test_inspect_on_a_busy_port(tmp_path, capsys):
 
 
 def test_boolean_flags_never_swallow_a_prompt():
-    from toolformer_kit.cli import _parse, build_parser
+    from toolformer_kit.commands.cli import _parse, build_parser
 
     args = _parse(build_parser(), ["generate", "--disabled", "prompt one", "prompt two"])
     assert args.disabled is True and args.prompts == ["prompt one", "prompt two"]

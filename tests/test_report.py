@@ -2,7 +2,7 @@ import base64
 import struct
 import zlib
 
-from toolformer_kit.report import Block, md_table, to_html, write
+from toolformer_kit.blocks import Block, md_table, to_html, write
 
 
 def _png(path):
@@ -35,7 +35,7 @@ def test_md_table_round_trip():
 
 # ---------------------------------------------------------------- deviations and measured tools (issue 13)
 def _pipeline_report(tmp_path, monkeypatch, **settings):
-    from toolformer_kit import pipeline, report
+    from toolformer_kit.pipeline import report, run as pipeline
 
     for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
         monkeypatch.setattr(report, name, lambda *a: [])
@@ -63,7 +63,7 @@ def test_report_says_which_tool_each_task_exercises(tmp_path, monkeypatch):
 
 def test_a_tasks_own_exercises_field_wins_over_the_fallback(monkeypatch):
     from toolformer_kit.eval.tasks import get_task
-    from toolformer_kit.report import exercised
+    from toolformer_kit.pipeline.report import exercised
 
     monkeypatch.setattr(get_task("wikitext2"), "exercises", "WikiSearch", raising=False)
     assert exercised("wikitext2") == "WikiSearch" and exercised("webquestions") == "WikiSearch"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from toolformer_kit.hf_lm import HFLanguageModel
-from toolformer_kit.hf_sample import TokenDrawer, _ratio, gumbel_argmax, token_probs
-from toolformer_kit.lm import SamplingConfig, cut_at_stop
+from toolformer_kit.lm.hf import HFLanguageModel
+from toolformer_kit.lm.hf_sample import TokenDrawer, _ratio, gumbel_argmax, token_probs
+from toolformer_kit.lm.base import SamplingConfig, cut_at_stop
 
 SHARED = "Insert calls. Input: 3 + 4 is 7. Output: 3 + 4 is [Calculator(3 + 4)] 7.\nInput: "
 NEVER = "<no such stop>"

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from toolformer_kit.lm import SamplingConfig
+from toolformer_kit.lm.base import SamplingConfig
 
 pytestmark = [
     pytest.mark.real_model,
@@ -26,7 +26,7 @@ TEXTS = [" The team scored 12 goals in 4 games, so 3 per game.", " Short one."]
 
 @pytest.fixture(scope="module")
 def vllm_lm():
-    from toolformer_kit.lm import load_lm
+    from toolformer_kit.lm.base import load_lm
 
     return load_lm("smollm2-135m", backend="vllm", dtype="float32")
 
@@ -63,10 +63,11 @@ DECODE_TEXTS = ["The school has 23 classes of 28 pupils, so it has",
 
 
 def _decode_both(vllm_lm, smollm2, **cfg):
-    from toolformer_kit.commands.generate import demo_prompt
-    from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+    from toolformer_kit.decode.demos import demo_prompt
+    from toolformer_kit.decode.config import DecodeConfig
+    from toolformer_kit.decode.hf import ToolAwareDecoder
     from toolformer_kit.tools import get_tool
-    from toolformer_kit.vllm_decode import VLLMToolDecoder
+    from toolformer_kit.decode.vllm import VLLMToolDecoder
 
     tools = {"Calculator": get_tool("Calculator")}
     prompts = [demo_prompt(tools["Calculator"], t) for t in DECODE_TEXTS]
@@ -85,10 +86,10 @@ def test_tool_aware_decoding_matches_transformers(vllm_lm, smollm2, disabled):
 
 
 def test_sampled_tool_decoding_is_seeded(vllm_lm):
-    from toolformer_kit.commands.generate import demo_prompt
-    from toolformer_kit.decode import DecodeConfig
+    from toolformer_kit.decode.demos import demo_prompt
+    from toolformer_kit.decode.config import DecodeConfig
     from toolformer_kit.tools import get_tool
-    from toolformer_kit.vllm_decode import VLLMToolDecoder
+    from toolformer_kit.decode.vllm import VLLMToolDecoder
 
     decoder = VLLMToolDecoder(vllm_lm, tools={"Calculator": get_tool("Calculator")})
     prompts = [demo_prompt(get_tool("Calculator"), t) for t in DECODE_TEXTS]
@@ -101,7 +102,7 @@ def test_sampled_tool_decoding_is_seeded(vllm_lm):
 def test_segments_report_ranks_stop_on_stop_ids_and_ban(vllm_lm, smollm2):
     import torch
 
-    from toolformer_kit.vllm_decode import SegmentRequest
+    from toolformer_kit.lm.base import SegmentRequest
 
     ids = vllm_lm.encode("The capital of France is Paris. The capital of Germany is")
     with torch.no_grad():
@@ -121,7 +122,7 @@ def test_same_candidates_get_the_same_decisions(vllm_lm, smollm2):
     candidates with vLLM: the losses agree within ATOL and every kept/rejected decision is the
     same, except for scores within 2·ATOL of τf (where round-off may flip it)."""
     from toolformer_kit.annotate.config import AnnotateConfig
-    from toolformer_kit.annotate.corpus import Document
+    from toolformer_kit.annotate.document import Document
     from toolformer_kit.annotate.filter import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.annotate.stages import ShardAnnotator

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import types
 import typing
 from pathlib import Path
 from typing import Any, TypeVar
+
+import yaml
 
 C = TypeVar("C")
 
@@ -247,11 +250,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     try:
         if path.suffix in (".yaml", ".yml"):
-            import yaml
-
             data = yaml.safe_load(text) or {}
         elif path.suffix == ".toml":
-            import tomllib
+            import tomllib  # lazy: Python 3.11+, .toml files only
 
             data = tomllib.loads(text)
         else:
@@ -269,8 +270,6 @@ def from_dict(cls: type[C], values: dict[str, Any], source: str = "config") -> C
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
-        import difflib
-
         hints = [f"{u!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(u, fields, 1)) else "")
                  for u in unknown]
         raise ConfigError(f"unknown setting(s) in {source}: {', '.join(hints)}")

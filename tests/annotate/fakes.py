@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toolformer_kit.lm import PositionLogprobs, Sample
+from toolformer_kit.lm.base import PositionLogprobs, Sample
 from toolformer_kit.tools.base import Tool
 from toolformer_kit.tools.calculator import calculate
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from toolformer_kit.annotate.corpus import CorpusError, Document, ReadReport, read_corpus, split_windows, windowed
+from toolformer_kit.annotate.corpus import ReadReport, read_corpus, split_windows, windowed
+from toolformer_kit.annotate.document import CorpusError, Document
 from toolformer_kit.annotate.sources import SOURCES, default_corpus
 
 

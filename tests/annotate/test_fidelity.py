@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolformer_kit.annotate.config import AnnotateConfig
-from toolformer_kit.annotate.corpus import Document, windowed
+from toolformer_kit.annotate.corpus import windowed
+from toolformer_kit.annotate.document import Document
 from toolformer_kit.annotate.execute import Executor
 from toolformer_kit.annotate.merge import annotate_text
 from toolformer_kit.annotate.positions import LEAD, call_sites, char_offset
@@ -103,13 +104,13 @@ TOKENIZERS = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m"]
 def tokenizer(request):
     from transformers import AutoTokenizer
 
-    from toolformer_kit.models import resolve_model
+    from toolformer_kit.lm.embedded import resolve_model
 
     return AutoTokenizer.from_pretrained(resolve_model(request.param))
 
 
 def _sites(tok, text):
-    from toolformer_kit.lm import encode_with_offsets
+    from toolformer_kit.lm.base import encode_with_offsets
 
     ids, offs = encode_with_offsets(tok, LEAD + text)
     mask = call_sites(offs, LEAD + text)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from toolformer_kit.annotate.sample import document_positions, draw, position_suffixes, prompt_ids
-from toolformer_kit.lm import SamplingConfig
+from toolformer_kit.lm.base import SamplingConfig
 
 pytestmark = pytest.mark.real_model
 

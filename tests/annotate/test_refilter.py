@@ -4,11 +4,10 @@ import json
 
 import pytest
 
-from toolformer_kit.annotate.config import AnnotateConfig
+from toolformer_kit.annotate.config import AnnotateConfig, tool_settings
 from toolformer_kit.annotate.execute import Executor
 from toolformer_kit.annotate.refilter import read_run, redecide, refilter_run
 from toolformer_kit.annotate.runner import Runner, semantic_settings
-from toolformer_kit.annotate.stages import settings_for
 from toolformer_kit.config import ConfigError
 
 from .fakes import FakeEngine, FakeLM, calculator_tool
@@ -49,12 +48,15 @@ def test_lambda_zero_is_the_paper_and_old_runs_still_resume(tmp_path):
 
 def test_per_tool_call_cost_wins_and_bad_values_name_the_fix():
     tool = calculator_tool()
-    assert settings_for(tool, AnnotateConfig(call_cost=1.0, per_tool=["Calculator.call_cost=0.25"])).call_cost == 0.25
-    assert settings_for(tool, AnnotateConfig(call_cost=1.0, per_tool=["QA.call_cost=0.25"])).call_cost == 1.0
-    with pytest.raises(ConfigError, match="call_cost of Calculator must be >= 0"):
-        settings_for(tool, AnnotateConfig(per_tool=["Calculator.call_cost=-1"]))
+    assert tool_settings(AnnotateConfig(call_cost=1.0, per_tool=["Calculator.call_cost=0.25"]), tool).call_cost == 0.25
+    assert tool_settings(AnnotateConfig(call_cost=1.0, per_tool=["QA.call_cost=0.25"]), tool).call_cost == 1.0
+    # bad values fail when the config is built, before any model loads
+    with pytest.raises(ConfigError, match="'Calculator.call_cost=-1': a call cost is >= 0 nats"):
+        AnnotateConfig(per_tool=["Calculator.call_cost=-1"])
+    with pytest.raises(ConfigError, match="call_cost must be >= 0 nats"):
+        AnnotateConfig(call_cost=-0.5)
     with pytest.raises(ConfigError, match="tau_s, k, m, tau_f, call_cost"):
-        settings_for(tool, AnnotateConfig(per_tool=["Calculator.cost=1"]))
+        AnnotateConfig(per_tool=["Calculator.cost=1"])
 
 
 def test_refiltering_a_finished_run_equals_annotating_at_that_threshold(tmp_path):

@@ -47,7 +47,9 @@ def test_end_to_end_with_a_fake_model(tmp_path):
         assert strip_calls(r["text"]) == r["original"] and find_calls(r["text"])
     assert "t2" not in {c["doc_id"] for c in cands}  # the Calculator pre-filter skipped it
     assert summary["tools"]["Calculator"]["skipped_prefilter"] == 1
-    assert summary["kept_by_tau_f"]["Calculator"]["tau_f=0.5"]["calls"] == len(kept)
+    assert summary["kept_at_tau_f"]["Calculator"]["kept"][0] == {"tau_f": 0.5, "calls": len(kept),
+                                                                   "texts": len({c["doc_id"] for c in kept})}
+    assert summary["tau_f"] == {"Calculator": 0.5}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["shards"] == 3 and set(manifest["files"]) >= {"corpus.jsonl", "candidates.jsonl"}
 
@@ -102,14 +104,32 @@ def test_cli_flags_and_config_file_build_the_same_settings(tmp_path):
 
 
 def test_per_tool_overrides_and_their_errors(tmp_path):
-    from toolformer_kit.annotate.stages import settings_for
+    from toolformer_kit.annotate.config import tool_settings
 
     tool = calculator_tool()
-    s = settings_for(tool, AnnotateConfig(tau_f=2.0, per_tool=["Calculator.tau_f=0.25", "Calculator.k=7"]))
+    s = tool_settings(AnnotateConfig(tau_f=2.0, per_tool=["Calculator.tau_f=0.25", "Calculator.k=7"]), tool)
     assert (s.tau_f, s.k, s.m) == (0.25, 7, tool.settings.m)
+    # A bad entry fails when the config is built, before any model could load.
     with pytest.raises(ConfigError, match="TOOL.SETTING=VALUE"):
-        settings_for(tool, AnnotateConfig(per_tool=["Calculator.temperature=3"]))
+        AnnotateConfig(per_tool=["Calculator.temperature=3"])
+    with pytest.raises(ConfigError, match="not a number"):
+        AnnotateConfig(per_tool=["Calculator.k=many"])
     from toolformer_kit.annotate.sources import default_corpus
 
     with pytest.raises(ConfigError, match="unknown embedded source"):
         default_corpus(1, 0, ("news",))
+
+
+def test_a_summary_written_before_the_kept_table_held_numbers_still_reads(tmp_path):
+    """summary.json of older runs keyed its kept counts "tau_f=0.5"; the report and the command
+    read both forms alike."""
+    from toolformer_kit.annotate.summary import kept_table_of
+    from toolformer_kit.commands.annotate import format_summary
+
+    new = make(tmp_path).run()
+    old = {k: v for k, v in new.items() if k not in ("kept_at_tau_f", "tau_f")}
+    old["kept_by_tau_f"] = {tool: {"scored": row["scored"], **{f"tau_f={r['tau_f']}": {"calls": r["calls"], "texts": r["texts"]}
+                                                              for r in row["kept"]}}
+                            for tool, row in new["kept_at_tau_f"].items()}
+    assert kept_table_of(old) == kept_table_of(new) == new["kept_at_tau_f"]
+    assert format_summary(old) == format_summary(new) and "tau_f=0.5" in format_summary(new)

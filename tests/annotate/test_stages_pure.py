@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 
 from toolformer_kit.annotate import records as R
 from toolformer_kit.annotate.merge import annotate_text, best_per_position, build_corpus, cap_per_tool
-from toolformer_kit.annotate.corpus import Document
+from toolformer_kit.annotate.document import Document
 from toolformer_kit.annotate.positions import char_offset, select_positions, token_at
 from toolformer_kit.annotate.prefilters import calculator_keep, is_result_of_two, mt_keep, mt_leaks, numbers
 from toolformer_kit.annotate.sample import parse_sample

@@ -160,7 +160,7 @@ class ScriptedModel:
 
 
 class FakeLM:
-    """The attributes of :class:`toolformer_kit.hf_lm.HFLanguageModel` the decoder uses."""
+    """The attributes of :class:`toolformer_kit.lm.hf.HFLanguageModel` the decoder uses."""
 
     def __init__(self, stories: list[Story], merge_call_open: bool = True):
         self.tokenizer = ByteTokenizer(merge_call_open)
@@ -169,7 +169,8 @@ class FakeLM:
         self.bos_ids: list[int] = []
         self.call_open_ids = self.encode(" [")
         self.pad_id, self.eos_ids = PAD, {EOS}
-        self._cache_kw = "past_key_values"
+        self.cache_kw = "past_key_values"
+        self.max_length = None
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)

@@ -5,7 +5,8 @@ import pytest
 from decode_fakes import CALL_OPEN, EOS, FakeLM, Story
 
 from toolformer_kit.calls import strip_calls
-from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+from toolformer_kit.decode.config import DecodeConfig
+from toolformer_kit.decode.hf import ToolAwareDecoder
 from toolformer_kit.tools import Tool, get_tool
 from toolformer_kit.tools.engine import ToolEngine
 

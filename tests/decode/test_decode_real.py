@@ -5,7 +5,8 @@ import json
 import pytest
 
 from toolformer_kit.commands import generate
-from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
+from toolformer_kit.decode.config import DecodeConfig
+from toolformer_kit.decode.hf import ToolAwareDecoder
 from toolformer_kit.tools import get_tool
 from toolformer_kit.tools.calculator import calculate
 
@@ -25,7 +26,7 @@ def assert_correct_calculator_call(text, calls):
 
 
 def test_cli_generate_with_qwen_makes_a_correct_calculator_call(qwen, monkeypatch, capsys):
-    monkeypatch.setattr("toolformer_kit.lm.load_lm", lambda *a, **k: qwen)  # reuse the loaded fixture
+    monkeypatch.setattr("toolformer_kit.lm.base.load_lm", lambda *a, **k: qwen)  # reuse the loaded fixture
     code = generate.main(["--model", "qwen2.5-coder-0.5b", "--demos", "Calculator", "--tools", "Calculator",
                           "--json", "--max-new-tokens", "32", *PROMPTS])
     assert code == 0
@@ -75,7 +76,7 @@ def test_demos_in_executed_form_make_qwen_run_every_tool(name, qwen, monkeypatch
     opened, 0 executed); executed ones must get at least one call run per tool."""
     from toolformer_kit.tools import lmtool
 
-    monkeypatch.setattr("toolformer_kit.lm.load_lm", lambda *a, **k: qwen)
+    monkeypatch.setattr("toolformer_kit.lm.base.load_lm", lambda *a, **k: qwen)
     monkeypatch.setitem(lmtool._LOADED, "qwen2.5-coder-0.5b", qwen)  # QA and MT read with the same model
     prompts = DEMO_PROMPTS[name]
     assert generate.main(["--model", "qwen2.5-coder-0.5b", "--demos", name, "--tools", name, "--json",

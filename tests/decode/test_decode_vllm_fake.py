@@ -7,8 +7,11 @@ from decode_fakes import CALL_OPEN, EOS, FakeLM, Story
 from test_decode_fake import (CALL_AT, DOC, DOC2, MALFORMED, PROMPT, STORIES, TOOLS, TWO_CALLS, WANTS_BOOM,
                               CountingEngine)
 
-from toolformer_kit.decode import DecodeConfig, ToolAwareDecoder
-from toolformer_kit.vllm_decode import Segment, VLLMToolDecoder, make_decoder, segment_seed
+from toolformer_kit.decode.config import DecodeConfig
+from toolformer_kit.decode.hf import ToolAwareDecoder
+from toolformer_kit.decode import make_decoder
+from toolformer_kit.decode.vllm import VLLMToolDecoder, segment_seed
+from toolformer_kit.lm.base import Segment
 
 
 class SegmentLM(FakeLM):
@@ -207,6 +210,13 @@ def test_make_decoder_picks_the_backend_s_decoder():
     assert type(decoder) is VLLMToolDecoder and decoder.batch_size == 3
 
 
+def test_make_decoder_names_what_a_backend_lacks():
+    lm = FakeLM([])
+    del lm.cache_kw
+    with pytest.raises(TypeError, match="lacks cache_kw, generate_segments"):
+        make_decoder(lm, tools=TOOLS)
+
+
 # ------------------------------------------------------------------ the --backend flag
 def _has_vllm() -> bool:
     import importlib.util
@@ -218,8 +228,8 @@ def _has_vllm() -> bool:
 @pytest.mark.parametrize("argv", [["generate", "--backend", "vllm", "Hello"],
                                   ["eval", "--backend", "vllm", "--model", "smollm2-135m", "--tasks", "dateset"]])
 def test_backend_vllm_without_vllm_is_one_clear_error(argv, capsys, tmp_path):
-    from toolformer_kit.cli import main
-    from toolformer_kit.vllm_lm import INSTALL_HINT
+    from toolformer_kit.commands.cli import main
+    from toolformer_kit.lm.vllm import INSTALL_HINT
 
     assert main(argv + (["--out", str(tmp_path / "out")] if argv[0] == "eval" else [])) == 2
     err = capsys.readouterr().err
@@ -227,7 +237,7 @@ def test_backend_vllm_without_vllm_is_one_clear_error(argv, capsys, tmp_path):
 
 
 def test_unknown_backend_is_refused(capsys, tmp_path):
-    from toolformer_kit.cli import main
+    from toolformer_kit.commands.cli import main
 
     assert main(["eval", "--backend", "nope", "--model", "m", "--tasks", "dateset", "--out", str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().err

@@ -3,7 +3,7 @@
 import pytest
 
 from toolformer_kit.calls import find_calls
-from toolformer_kit.commands.generate import demo_prompt, executed
+from toolformer_kit.decode.demos import demo_prompt, executed
 from toolformer_kit.tools import Tool, get_tool
 
 
@@ -32,7 +32,7 @@ def test_the_cli_runs_the_demo_tool_once_per_example(monkeypatch, capsys):
 
     seen = []
     lm = FakeLM([Story("", " ok.")])
-    monkeypatch.setattr("toolformer_kit.lm.load_lm", lambda *a, **k: lm)
+    monkeypatch.setattr("toolformer_kit.lm.base.load_lm", lambda *a, **k: lm)
     monkeypatch.setattr(generate, "tool_runner", lambda tool, *a: lambda call: seen.append(call) or "RES")
     assert generate.main(["--demos", "WikiSearch", "--json", "--max-new-tokens", "3", "A", "B"]) == 0
     assert len(seen) == len(get_tool("WikiSearch").demonstrations)  # not once per prompt

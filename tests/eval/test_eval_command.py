@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolformer_kit.commands.eval import default_data_dir
+from toolformer_kit.eval.config import default_data_dir
 
 DATA = Path(os.environ.get("TOOLFORMER_BENCHMARKS", default_data_dir()))
 
@@ -14,8 +14,8 @@ DATA = Path(os.environ.get("TOOLFORMER_BENCHMARKS", default_data_dir()))
 @pytest.mark.real_model
 @pytest.mark.skipif(not DATA.is_dir(), reason="no benchmark copies")
 def test_eval_command_real_model_resumes(tmp_path, smollm2, monkeypatch, one_thread):
-    from toolformer_kit.cli import main
-    from toolformer_kit.lm import BACKENDS
+    from toolformer_kit.commands.cli import main
+    from toolformer_kit.lm.base import BACKENDS
 
     backend = BACKENDS.get("hf")
     monkeypatch.setattr(backend, "load", classmethod(lambda cls, *a, **k: smollm2))  # reuse the session's model
@@ -62,7 +62,7 @@ def test_pipeline_refuses_to_start_without_benchmark_data(tmp_path, monkeypatch,
 
 
 def test_data_dir_from_the_environment(tmp_path, monkeypatch):
-    from toolformer_kit.commands.eval import EvalConfig, resolve_data_dir
+    from toolformer_kit.eval.config import EvalConfig, resolve_data_dir
 
     monkeypatch.setenv("TOOLFORMER_DATA_DIR", str(tmp_path))
     assert resolve_data_dir(EvalConfig(tasks=["svamp"])) == tmp_path

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from toolformer_kit.decode import CallRecord, DecodeResult
+from toolformer_kit.decode.config import CallRecord, DecodeResult
 from toolformer_kit.eval.harness import ResumeError, Setting, evaluate, run_task
 from toolformer_kit.eval.report import breakdown_table, collect, comparison_table, write_report
 from toolformer_kit.eval.tasks import Example, Task, ToolPolicy, get_task
@@ -119,7 +119,7 @@ def test_report_tables_and_plots(tmp_path):
 
 
 def test_cli_errors_name_the_fix(tmp_path, capsys):
-    from toolformer_kit.cli import main
+    from toolformer_kit.commands.cli import main
 
     assert main(["eval", "--model", "x", "--tasks", "svamp", "--data-dir", str(tmp_path / "nope")]) == 2
     assert "--data-dir" in capsys.readouterr().err
@@ -132,7 +132,8 @@ def test_cli_errors_name_the_fix(tmp_path, capsys):
 
 
 def test_settings_and_k_sweep():
-    from toolformer_kit.commands.eval import EvalConfig, settings_for
+    from toolformer_kit.eval.config import EvalConfig
+    from toolformer_kit.eval.run import settings_for
 
     assert [s.name for s in settings_for(EvalConfig())] == ["k10", "disabled"]
     swept = settings_for(EvalConfig(settings=["tools"], k=3, k_sweep=True))

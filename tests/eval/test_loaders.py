@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolformer_kit.commands.eval import default_data_dir
+from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.eval.metrics import parse_number
 from toolformer_kit.eval.tasks import get_task, subset
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolformer_kit.commands.eval import default_data_dir
+from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.eval.perplexity import document_nll, run_perplexity, window_spans
 from toolformer_kit.eval.tasks import Example, get_task
 from toolformer_kit.eval.tasks.text import load_corpus

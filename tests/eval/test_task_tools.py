@@ -2,7 +2,7 @@
 
 import pytest
 
-from toolformer_kit.commands.eval import PAPER_TASKS
+from toolformer_kit.eval.config import PAPER_TASKS
 from toolformer_kit.eval.report import breakdown_table, comparison_table, results_table, write_report
 from toolformer_kit.eval.tasks import TASKS, get_task
 
@@ -27,7 +27,7 @@ def test_every_generation_task_exercises_a_registered_tool():
 
 
 def test_eval_help_lists_tasks_with_their_tool_and_the_trex_form(capsys):
-    from toolformer_kit.cli import main
+    from toolformer_kit.commands.cli import main
 
     with pytest.raises(SystemExit):
         main(["eval", "--help"])

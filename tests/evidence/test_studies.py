@@ -16,6 +16,7 @@ import pytest
 
 from toolformer_kit.commands import study as cmd
 from toolformer_kit.config import ConfigError
+from toolformer_kit.evidence import layout as L
 from toolformer_kit.evidence import report_study as RS
 from toolformer_kit.evidence import run as X
 from toolformer_kit.evidence import studies as S
@@ -45,7 +46,7 @@ def test_each_study_loads_and_every_field_is_a_flag_and_a_yaml_key(tmp_path):
     yaml.write_text("recipes: [math]\ntau_f_values: [1, 0]\neval_limit: 9\n")
     t = S.load_study("tau", {"docs": 4}, folder=tmp_path)
     assert (t.recipes, t.values, t.eval_limit, t.docs) == (["math"], [0.0, 1.0], 9, 4)
-    cfg = S.recipe_config(t, "math", tmp_path / "r")
+    cfg = L.recipe_config(t, "math", tmp_path / "r")
     assert (cfg.docs, cfg.eval_limit, cfg.out, cfg.results) == (4, 9, str(tmp_path / "r"), str(tmp_path / "r/results"))
 
 
@@ -60,7 +61,7 @@ def test_the_cli_parses_flags_over_the_yaml(monkeypatch):
                                                         "eval_limit": 7, "per_recipe": ["search.docs=3"]}
     assert cmd.command_line("cost", cmd._flags(args)) == ("toolformer study cost --call-costs 0.0,0.25 --from-run "
                                                           "runs/search --eval-limit 7 --per-recipe search.docs=3")
-    from toolformer_kit.cli import build_parser
+    from toolformer_kit.commands.cli import build_parser
 
     assert build_parser().parse_args(["study", "tau", "--estimate"]).name == "tau"
     assert parser.parse_args(["tau", "--from", "runs/search"]).from_run == "runs/search"
@@ -77,9 +78,9 @@ def test_bad_input_is_one_line_naming_the_fix(capsys):
     with pytest.raises(ConfigError, match="call_costs must be >= 0"):
         S.load_study("cost", {"call_costs": [-1]})
     with pytest.raises(ConfigError, match="names 'maths', which is no recipe"):
-        S.per_recipe(S.load_study("tau", {"per_recipe": ["maths.docs=3"]}), "search")
+        L.per_recipe(S.load_study("tau", {"per_recipe": ["maths.docs=3"]}), "search")
     with pytest.raises(ConfigError, match=r"'docz' \(did you mean 'docs'\?\)"):
-        S.recipe_config(S.load_study("tau", {"per_recipe": ["search.docz=3"]}), "search", Path("x"))
+        L.recipe_config(S.load_study("tau", {"per_recipe": ["search.docz=3"]}), "search", Path("x"))
 
 
 def test_estimate_prints_each_step_then_the_total(capsys):
@@ -102,7 +103,7 @@ def test_the_default_sizes_fit_three_hours_here():
         study = S.load_study(name)
         steps = S.plan(study)
         assert sum(s.seconds for s in steps) <= 3 * 3600, name
-    assert estimate(S.recipe_config(S.load_study("scale"), "math", Path("x"), "gemma3-270m"))["annotate"] > 0
+    assert estimate(L.recipe_config(S.load_study("scale"), "math", Path("x"), "gemma3-270m"))["annotate"] > 0
 
 
 # ---------------------------------------------------------------- planning and resumption
@@ -200,7 +201,7 @@ def test_from_run_reuses_an_annotation_read_only_and_refuses_a_clash(tmp_path, m
     (src / "annotate").mkdir(parents=True)
     (src / "corpus").mkdir()
     (src / "annotate" / "manifest.json").write_text("{}")
-    made = X.to_dict(S.recipe_config(S.load_study("tau"), "search", src)) | {"docs": 12}
+    made = X.to_dict(L.recipe_config(S.load_study("tau"), "search", src)) | {"docs": 12}
     (src / "experiment.json").write_text(json.dumps({"settings": made}))
     calls: list = []
     _fake_stages(monkeypatch, calls)
@@ -209,7 +210,7 @@ def test_from_run_reuses_an_annotation_read_only_and_refuses_a_clash(tmp_path, m
     assert "search: annotate" not in names and f"search: reuse {src}" in names
     S.run_study(study)
     assert "annotate" not in calls and (tmp_path / "study/search/annotate").resolve() == (src / "annotate").resolve()
-    assert S.reused_config(study, "search", tmp_path / "x").docs == 12  # the source's, not the recipe's
+    assert L.reused_config(study, "search", tmp_path / "x").docs == 12  # the source's, not the recipe's
     with pytest.raises(ConfigError, match="annotated with docs 12; drop those settings"):
         S.plan(S.load_study("tau", {"out": str(tmp_path / "s2"), "from_run": str(src), "docs": 50}))
     with pytest.raises(ConfigError, match="is not a finished experiment run"):
@@ -289,7 +290,6 @@ def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkey
 def test_a_tau_study_end_to_end_on_the_fake_lm(tmp_path, monkeypatch):
     """Real: the annotation Runner (fake LM), the study driver and ledger, re-filter, stage_train's
     checks, the report. Faked: model loading in training and evaluation."""
-    import toolformer_kit.train as T
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.annotate.execute import Executor
     from toolformer_kit.annotate.runner import Runner
@@ -321,7 +321,7 @@ def test_a_tau_study_end_to_end_on_the_fake_lm(tmp_path, monkeypatch):
     monkeypatch.setattr(X, "stage_models", lambda cfg, out: None)
     monkeypatch.setattr(X, "stage_corpus", corpus)
     monkeypatch.setattr(X, "stage_annotate", annotate)
-    monkeypatch.setattr(T, "run_training", run_training)
+    monkeypatch.setattr(X, "run_training", run_training)
     monkeypatch.setattr(X, "stage_eval", evaluate)
     study = S.load_study("tau", {"out": str(tmp_path / "run"), "results": str(tmp_path / "res"), "recipes": ["math"],
                                  "tasks": ["svamp"], "tau_f_values": [0, 0.5, 50], "bootstrap": 200})

@@ -43,6 +43,12 @@ def test_api_counts_views_and_segments(run_dir):
     data = load([run_dir / "annot", run_dir / "eval"])
     assert api(data, "/api/meta", {})["tools"] == ["Calculator", "WikiSearch"]
     assert kept_counts(data.candidates, 1.0)["Calculator"] == {"candidates": 3, "scored": 2, "kept": 1}
+    # the page starts from each candidate's stored decision, made at its tool's own τf
+    assert api(data, "/api/counts", {})["Calculator"]["kept"] == 1
+    assert api(data, "/api/meta", {})["tau_f"] == {"Calculator": 0.5, "WikiSearch": 1.0}
+    assert [r["kept"] for r in api(data, "/api/candidates", {"tool": "Calculator"})["rows"]] == [True, False, False]
+    assert [r["kept"] for r in api(data, "/api/candidates", {"tool": "Calculator", "tau_f": "0.5"})["rows"]] == \
+        [True, True, False]
     assert api(data, "/api/counts", {"tau_f": "0.5"})["Calculator"]["kept"] == 2
     kept = api(data, "/api/candidates", {"status": "kept", "tau_f": "1.0"})
     assert kept["total"] == 2 and kept["rows"][0]["tool"] == "WikiSearch"  # sorted by score
@@ -109,11 +115,17 @@ def test_page_in_real_browser_escapes_text_and_recounts(run_dir, tmp_path):
         assert driver.title == "toolformer inspect"
         assert not doc.find_elements(By.TAG_NAME, "script") and not doc.find_elements(By.TAG_NAME, "img")
         assert doc.find_element(By.CSS_SELECTOR, "mark.call").text.strip() == "[Calculator(3 * 4) -> 12]"
-        # moving τf to 0.5 recounts: both Calculator candidates with a score would be kept
+        # moving τf to 0.5 recounts (on the server, with the filter's rule): both Calculator
+        # candidates with a score would be kept
         driver.execute_script("const s=document.getElementById('tau'); s.value='0.5';"
                               "s.dispatchEvent(new Event('input'));")
-        counts = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[3].text
-                  for r in driver.find_elements(By.CSS_SELECTOR, "#counts tbody tr")}
+        deadline = time.time() + 10
+        while True:
+            counts = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[3].text
+                      for r in driver.find_elements(By.CSS_SELECTOR, "#counts tbody tr")}
+            if counts.get("Calculator") == "2" or time.time() > deadline:
+                break
+            time.sleep(0.1)
         assert counts["Calculator"] == "2"
         driver.find_element(By.ID, "tab-generations").click()
         assert driver.find_element(By.CSS_SELECTOR, "#generations mark.call").text == "[Calculator(5 + 3) -> 8]"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from toolformer_kit.lm import Sample
+from toolformer_kit.lm.base import Sample
 from toolformer_kit.tools import PAPER_CALCULATOR_MT, PAPER_DEFAULT, get_tool
 from toolformer_kit.tools.mt import LMTranslator, Seq2SeqTranslator, _default_translator, detect_language, mt_tool
 from toolformer_kit.tools.qa import qa_tool
@@ -88,7 +88,7 @@ def test_seq2seq_folder_code_path(tmp_path):
     """A (tiny, randomly initialised) Marian folder goes through the transformers translator."""
     from transformers import AutoTokenizer, MarianConfig, MarianMTModel
 
-    from toolformer_kit.models import resolve_model
+    from toolformer_kit.lm.embedded import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     eos = tok.eos_token_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolformer_kit import cli
+from toolformer_kit.commands import cli
 from toolformer_kit.calls import find_calls, format_call, strip_calls
 from toolformer_kit.tools import PAPER_CALCULATOR_MT, PAPER_DEFAULT, Tool, get_tool
 from toolformer_kit.tools.calculator import calculate

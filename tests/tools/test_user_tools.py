@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolformer_kit import cli
+from toolformer_kit.commands import cli
 from toolformer_kit.calls import ToolCall, find_calls, format_call
 from toolformer_kit.tools import AnnotationSettings, get_tool, load_tools_file, register_tool, tool_names
 from toolformer_kit.tools.engine import ToolEngine

@@ -107,7 +107,7 @@ def test_collator_feeds_the_trainer_shape():
 def test_tokenize_and_call_mask_on_the_real_tokenizer():
     from transformers import AutoTokenizer
 
-    from toolformer_kit.models import resolve_model
+    from toolformer_kit.lm.embedded import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     text = CSTAR[0]

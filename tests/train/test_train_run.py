@@ -27,7 +27,7 @@ def tiny_model(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from toolformer_kit.models import resolve_model
+    from toolformer_kit.lm.embedded import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m"))
     torch.manual_seed(0)

@@ -36,7 +36,7 @@ def tiny_cstar(n: int, seed: int) -> list[str]:
 
 
 def test_smollm2_learns_the_calls_and_its_folder_reloads(smollm2, tmp_path):
-    from toolformer_kit.lm import SamplingConfig, load_lm
+    from toolformer_kit.lm.base import SamplingConfig, load_lm
     from toolformer_kit.train.config import TrainConfig
     from toolformer_kit.train.metrics import call_token_loss
     from toolformer_kit.train.trainer import run_training

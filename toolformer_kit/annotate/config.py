@@ -8,10 +8,15 @@ Per-tool thresholds default to each tool's own :class:`~toolformer_kit.tools.bas
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
-ALL_TOOLS = ["Calculator", "Calendar", "WikiSearch", "QA", "MT"]
+from ..config import ConfigError
+from ..tools import BUILTIN
+from ..tools.base import AnnotationSettings
+
+TOOL_SETTINGS = {"tau_s": float, "k": int, "m": int, "tau_f": float, "call_cost": float}
 
 
 def _f(default, help_text, **kw):
@@ -19,12 +24,15 @@ def _f(default, help_text, **kw):
         return field(default_factory=lambda d=default: list(d), metadata={"help": help_text, **kw})
     return field(default=default, metadata={"help": help_text, **kw})
 
+# Why a separate --sampler-model is reported as a deviation from the paper.
+PAPER_MODEL_NOTE = "the paper samples, scores and fine-tunes with one model M (§2)"
+
 
 @dataclass
 class AnnotateConfig:
     model: str = _f("smollm2-135m", "model that scores calls (and is later fine-tuned): embedded name or HF folder")
     sampler_model: str = _f("", "separate model that proposes positions and calls (default: --model)")
-    tools: list[str] = _f(ALL_TOOLS, "tools to annotate, comma-separated")
+    tools: list[str] = _f(list(BUILTIN), "tools to annotate, comma-separated")
     corpus: str = _f("default", "a .jsonl/.txt/.parquet file, a folder of them, or 'default' (embedded corpus)")
     out: str = _f("annotated", "output folder (shards, corpus.jsonl, candidates.jsonl, manifest.json)")
     default_docs: int = _f(16, "embedded corpus: documents per source")
@@ -66,6 +74,48 @@ class AnnotateConfig:
     num_gpus_per_actor: float = _f(0.0, "ray engine: GPUs per actor (0 on a CPU machine)")
     cpus_per_actor: float = _f(1.0, "ray engine: CPUs per actor (also its torch threads)")
     ray_address: str = _f("", "ray engine: address of an existing cluster ('auto' on a node of it; empty = local)")
+
+    def __post_init__(self) -> None:
+        parse_per_tool(self.per_tool)  # a bad entry fails now, not after the models have loaded
+        if self.call_cost < 0:
+            raise ConfigError(f"call_cost must be >= 0 nats, got {self.call_cost}; 0 is the paper's rule")
+
+
+def parse_per_tool(items) -> dict[str, dict]:
+    """``TOOL.SETTING=VALUE`` entries → ``{tool: {setting: value}}`` (later entries win).
+
+    >>> parse_per_tool(["Calendar.tau_s=0", "Calculator.k=7"])
+    {'Calendar': {'tau_s': 0.0}, 'Calculator': {'k': 7}}
+    """
+    out: dict[str, dict] = {}
+    for item in items:
+        name, _, rest = item.partition(".")
+        key, eq, value = rest.partition("=")
+        if not eq or key not in TOOL_SETTINGS:
+            raise ConfigError(f"per-tool setting {item!r} must look like TOOL.SETTING=VALUE with SETTING one of "
+                              "tau_s, k, m, tau_f, call_cost (e.g. Calendar.tau_s=0)")
+        try:
+            out.setdefault(name, {})[key] = TOOL_SETTINGS[key](value)
+        except ValueError:
+            raise ConfigError(f"per-tool setting {item!r}: {value!r} is not a number") from None
+        if key == "call_cost" and out[name][key] < 0:
+            raise ConfigError(f"per-tool setting {item!r}: a call cost is >= 0 nats (0 is the paper's rule)")
+    return out
+
+
+def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
+    """The tool's own settings, then the run-wide overrides, then its ``per_tool`` ones: resolved
+    once per run (:func:`~.build.resolve_tools`), before any model loads.
+
+    >>> from toolformer_kit.tools.base import Tool
+    >>> t = Tool("Calendar", str, "", [("a", "b")])
+    >>> tool_settings(AnnotateConfig(k=3, per_tool=["Calendar.tau_s=0", "QA.k=9"]), t)
+    AnnotationSettings(tau_s=0.0, k=3, m=5, tau_f=1.0, call_cost=0.0)
+    >>> tool_settings(AnnotateConfig(call_cost=0.5, per_tool=["Calendar.call_cost=2"]), t).call_cost
+    2.0
+    """
+    run_wide = {k: getattr(cfg, k) for k in TOOL_SETTINGS if getattr(cfg, k) is not None}
+    return dataclasses.replace(tool.settings, **{**run_wide, **parse_per_tool(cfg.per_tool).get(tool.name, {})})
 
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs

@@ -4,7 +4,7 @@
 it, sorted by name). A JSONL line or Parquet row is one document with a ``text`` field and
 optionally ``id`` and any other fields (``date``, ``url``, ``title`` … are kept and travel with the
 document; the Calendar reads its date from them). A ``.txt`` file holds documents separated by blank
-lines. ``default`` names the embedded corpus (:mod:`.sources`).
+lines. ``default`` names the embedded corpus (:mod:`.sources`). Documents are :class:`~.document.Document`.
 
 **Bad input** never stops a run silently half-way: an empty corpus is an error; lines that are not
 JSON objects with a non-empty ``text`` are skipped and counted in the run summary.
@@ -30,28 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import ConfigError
+from .document import CorpusError, Document
+from .sources import default_corpus
 
 log = logging.getLogger(__name__)
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-@dataclass
-class Document:
-    """One text to annotate; ``meta`` holds every other field of the source record."""
-
-    doc_id: str
-    text: str
-    meta: dict = field(default_factory=dict)
-    context_chars: int = 0  # a window's left context: text[:context_chars] is read, never annotated
-
-    def record(self) -> dict:
-        """The document as a plain mapping (what date finders and C* writers read)."""
-        rec = {**self.meta, "id": self.doc_id, "text": self.text}
-        if self.context_chars:
-            rec["context_chars"] = self.context_chars
-        return rec
 
 
 @dataclass
@@ -62,10 +46,6 @@ class ReadReport:
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
-
-
-class CorpusError(ConfigError):
-    """The corpus cannot be used; the message names the problem and the fix."""
 
 
 def corpus_files(path: str | Path) -> list[Path]:
@@ -102,7 +82,7 @@ def decode_text(data: bytes, path: Path, offset: int = 0) -> str:
     >>> decode_text(b"caf\xe9", Path("a.txt"))
     Traceback (most recent call last):
     ...
-    toolformer_kit.annotate.corpus.CorpusError: a.txt is not UTF-8 text: byte 0xe9 at offset 3; convert it (e.g. iconv -f latin1 -t utf-8) or leave it out of --corpus
+    toolformer_kit.annotate.document.CorpusError: a.txt is not UTF-8 text: byte 0xe9 at offset 3; convert it (e.g. iconv -f latin1 -t utf-8) or leave it out of --corpus
     """
     nul = data.find(b"\x00")
     if nul >= 0:
@@ -142,7 +122,7 @@ def _read_txt(path: Path, report: ReadReport) -> Iterator[Document]:
 
 def _read_parquet(path: Path, report: ReadReport) -> Iterator[Document]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: optional
     except ImportError:
         raise CorpusError(f"reading {path} needs pyarrow: pip install pyarrow (or convert it to JSONL)") from None
     table = pq.read_table(path)
@@ -162,8 +142,6 @@ def read_corpus(path: str | Path, report: ReadReport | None = None, default_docs
     """Every document of a corpus file or folder, in a fixed order; raises on an empty corpus."""
     report = report if report is not None else ReadReport()
     if str(path) == "default":
-        from .sources import default_corpus
-
         docs = default_corpus(default_docs, seed, *([tuple(default_sources)] if default_sources else []))
     else:
         docs = []

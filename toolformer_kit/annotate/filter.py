@@ -27,6 +27,7 @@ the LM's token budget.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -62,6 +63,20 @@ def weighted_loss(logprobs: Sequence[float], w: np.ndarray) -> float:
     return float(-np.dot(np.asarray(logprobs[:n], dtype=np.float64), w[:n]))
 
 
+def is_kept(score: float | None, tau_f: float, call_cost: float = 0.0) -> bool:
+    """The one "kept" rule: a scored call whose loss reduction L⁻ − L⁺ reaches τf plus its cost λ
+    (nats; 0 is the paper's rule). The filter decides with it, and the summary's, the inspector's
+    and the studies' counts at other τf or λ use it too.
+
+    Why a cost: the loss gain alone ignores that a call takes time (a search, a model), so a call
+    that helps by a hair is kept as readily as one that helps a lot.
+
+    >>> is_kept(1.0, 1.0), is_kept(0.99, 1.0), is_kept(None, 0.0), is_kept(1.2, 1.0, call_cost=0.5)
+    (True, False, False, False)
+    """
+    return score is not None and bool(score >= tau_f + call_cost)
+
+
 def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: float,
                   call_cost: float = 0.0) -> tuple[float, float, bool]:
     """(L⁻, L⁻ − L⁺, kept) with L⁻ = min(L_i(ε), L_i(e(c, ε))) and kept iff L⁻ − L⁺ ≥ τf + λ.
@@ -73,19 +88,7 @@ def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: fl
     """
     l_minus = min(l_eps, l_call_noresult)
     score = l_minus - l_plus
-    return l_minus, score, keeps(score, tau_f, call_cost)
-
-
-def keeps(score: float | None, tau_f: float, call_cost: float = 0.0) -> bool:
-    """The kept rule: a call must lower the loss by τf plus what it costs (λ, in nats).
-
-    Why a cost: the loss gain alone ignores that a call takes time (a search, a model), so a call
-    that helps by a hair is kept as readily as one that helps a lot. λ = 0 is the paper's rule.
-
-    >>> keeps(1.2, 1.0), keeps(1.2, 1.0, 0.5), keeps(None, 0.0), keeps(0.0, 0.0)
-    (True, False, False, True)
-    """
-    return score is not None and bool(score >= tau_f + call_cost)
+    return l_minus, score, is_kept(score, tau_f, call_cost)
 
 
 def decision_flips(ref_scores: Sequence[float], new_scores: Sequence[float], tau_f: float,
@@ -170,7 +173,6 @@ class BatchedScorer:
 
     def losses(self, docs: Sequence[Sequence[int]], requests: Sequence[Request]) -> list[dict[int, float]]:
         """For each request, {i: L_i(prefix)}; ``docs`` holds the document token ids."""
-        import time
 
         t0 = time.perf_counter()
         rows = [self._rows(docs[r.doc], r.positions) for r in requests]
@@ -197,7 +199,7 @@ class BatchedScorer:
 
     def _fast_logprobs(self, heads, conts, rows) -> list[dict[int, float]]:
         """Through the HF backend's body + row-wise head: the head runs only on needed rows."""
-        import torch
+        import torch  # lazy: heavy
 
         lm = self.lm
         seqs = [list(lm.bos_ids) + h + c for h, c in zip(heads, conts)]
@@ -225,7 +227,7 @@ class BatchedScorer:
         return out
 
     def _slow_logprobs(self, heads, conts, rows) -> list[dict[int, float]]:
-        """Any :class:`~toolformer_kit.lm.LanguageModel`: through ``token_logprobs``."""
+        """Any :class:`~toolformer_kit.lm.base.LanguageModel`: through ``token_logprobs``."""
         lps = self.lm.token_logprobs(heads, conts)
         self.stats.sequences += len(heads)
         self.stats.body_tokens += sum(len(h) + len(c) for h, c in zip(heads, conts))

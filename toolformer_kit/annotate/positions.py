@@ -1,7 +1,7 @@
 """Step 1 of annotation: where might a call go?
 
 p_i = P(" [" | P(x), x_1…x_{i−1}) comes from one forward pass per document
-(:meth:`~toolformer_kit.lm.LanguageModel.call_start_logprobs`, which shares the tool prompt's KV
+(:meth:`~toolformer_kit.lm.base.LanguageModel.call_start_logprobs`, which shares the tool prompt's KV
 cache across documents). The text the model re-writes after ``Output:`` is the document with one
 leading space, so its first token is the natural mid-sentence token (" The", not "The"). Token
 offsets therefore count that space, and :func:`char_offset` maps them back to the document.

@@ -153,7 +153,7 @@ SYMBOLS_ONLY = re.compile(r"^[\W\d_]+$")
 @lru_cache(maxsize=1)
 def _identifier():
     try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier  # lazy: loads a language-ID model
     except ImportError as exc:  # listed in the project's dependencies
         raise RuntimeError("the MT pre-filter needs py3langid: pip install py3langid") from exc
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)

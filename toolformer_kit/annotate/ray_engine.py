@@ -21,8 +21,10 @@ from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..config import from_dict, to_dict
+from ..lm.base import set_threads
+from .build import build_annotator
 from .config import AnnotateConfig
-from .corpus import Document
+from .document import Document
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,7 @@ INSTALL_HINT = "the Ray engine needs Ray Data: pip install 'toolformer-kit[ray]'
 
 def _import_ray():
     try:
-        import ray
+        import ray  # lazy: heavy and optional
         import ray.data  # noqa: F401
     except ImportError as exc:
         raise RuntimeError(INSTALL_HINT) from exc
@@ -42,18 +44,8 @@ class ShardActor:
     """A Ray actor holding the models; called with batches of one shard each."""
 
     def __init__(self, cfg: dict, threads: int = 1):
-        import torch
-
-        from .execute import Executor
-        from .runner import Runner
-        from .stages import ShardAnnotator
-
-        torch.set_num_threads(max(1, threads))
-        config = from_dict(AnnotateConfig, cfg)
-        runner = Runner(config)
-        lm, sampler = runner._models()
-        executor = Executor(config.tool_timeout, config.tool_cache or os.path.join(config.out, "tool-cache.sqlite"))
-        self.annot = ShardAnnotator(config, lm, runner._resolve_tools(), sampler, executor)
+        set_threads(max(1, threads))
+        self.annot = build_annotator(from_dict(AnnotateConfig, cfg))
 
     def __call__(self, batch: dict) -> dict:
         shards, cands, stats = [], [], []

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..config import ConfigError
-from .corpus import Document
-from .filter import keeps
+from ..files import write_atomic
+from .document import Document
+from .filter import is_kept
 from .merge import build_corpus
 from .records import Candidate, read_jsonl
 
@@ -47,7 +48,7 @@ def redecide(candidates: Sequence[Candidate], tau_f: PerTool, call_cost: PerTool
     >>> cs[0].kept  # the stored records are left as they were
     False
     """
-    return [dataclasses.replace(c, kept=keeps(c.score, _of(tau_f, c.tool), _of(call_cost, c.tool, 0.0)))
+    return [dataclasses.replace(c, kept=is_kept(c.score, _of(tau_f, c.tool), _of(call_cost, c.tool, 0.0)))
             for c in candidates]
 
 
@@ -93,11 +94,9 @@ def refilter_run(source: Path, dest: Path, tau_f: PerTool, call_cost: PerTool = 
     decided = redecide(candidates, tau_f, call_cost)
     cstar = build_corpus(docs, decided, int(settings.get("cap_per_tool", 25000)), int(settings.get("seed", 0)))
     dest.mkdir(parents=True, exist_ok=True)
-    tmp = dest / ".corpus.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar), encoding="utf-8")
-    tmp.replace(dest / "corpus.jsonl")
+    write_atomic(dest / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
     info = {"source": str(source), "tau_f": tau_f, "call_cost": call_cost, "documents": len(docs),
             "c_star_texts": len(cstar), "c_star_calls": sum(len(r["calls"]) for r in cstar),
             "candidates": kept_counts(decided)}
-    (dest / MARKER).write_text(json.dumps(info, indent=1, ensure_ascii=False))
+    write_atomic(dest / MARKER, json.dumps(info, indent=1, ensure_ascii=False))
     return info

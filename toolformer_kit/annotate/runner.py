@@ -28,27 +28,24 @@ import shutil
 import time
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from ..config import ConfigError, to_dict
+from ..files import write_atomic
+from ..tools.engine import check_cache_file
 from . import records as R
+from .build import build_annotator, load_models, resolve_tools, tool_cache
 from .config import ADDED_AT_DEFAULT, NON_SEMANTIC, AnnotateConfig
 from .corpus import ReadReport, read_corpus, windowed
-from .execute import Executor
 from .merge import build_corpus
+from .ray_engine import run_shards_ray
 from .stages import ShardAnnotator
+from .summary import summarize
 
 log = logging.getLogger(__name__)
 FORMAT = "toolformer-kit annotate v1"
 OUTPUTS = ("shards", "run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "corpus.parquet",
            "summary.json", "manifest.json")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def _sha256(path: Path) -> str:
@@ -89,28 +86,11 @@ class Runner:
 
     # ------------------------------------------------------------ setup
     def _models(self):
-        from ..lm import load_lm, resolve_dtype
-
-        resolve_dtype(self.cfg.dtype)  # a bad --dtype fails here, before any model loads
-        kw = {"device": self.cfg.device} if self.cfg.device else {}
-        kw.update(backend=self.cfg.backend, dtype=self.cfg.dtype)
-        if self._lm is None:
-            self._lm = load_lm(self.cfg.model, **kw)
-        if self._sampler is None:
-            same = not self.cfg.sampler_model or self.cfg.sampler_model == self.cfg.model
-            self._sampler = self._lm if same else load_lm(self.cfg.sampler_model, **kw)
+        self._lm, self._sampler = load_models(self.cfg, self._lm, self._sampler)
         return self._lm, self._sampler
 
     def _resolve_tools(self):
-        if self._tools is None:
-            from ..tools import get_tool
-
-            self._tools = [get_tool(name) for name in self.cfg.tools]
-        for tool in self._tools:
-            try:
-                tool.prompt_prefix()
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
+        self._tools, self._settings = resolve_tools(self.cfg, self._tools)
         return self._tools
 
     def _documents(self, lm, report: ReadReport):
@@ -138,10 +118,8 @@ class Runner:
         probe = self.out if self.out.exists() else next(p for p in self.out.absolute().parents if p.exists())
         if not os.access(probe, os.W_OK | os.X_OK):
             raise ConfigError(f"--out {self.out} is not writable ({probe} is read-only); pass a folder you can write")
-        from ..tools.engine import check_cache_file
-
         if not self._executor:
-            check_cache_file(self.cfg.tool_cache or self.out / "tool-cache.sqlite")
+            check_cache_file(tool_cache(self.cfg))
 
     def _prepare_out(self, docs) -> None:
         run_file = self.out / "run.json"
@@ -167,8 +145,8 @@ class Runner:
     def run(self) -> dict:
         t0 = time.perf_counter()
         self._check_out()
+        tools = self._resolve_tools()  # tools and their settings first: a bad one fails before the models load
         lm, sampler = self._models()
-        tools = self._resolve_tools()
         report = ReadReport()
         docs, split = self._documents(lm, report)
         self._prepare_out(docs)
@@ -180,9 +158,8 @@ class Runner:
         if self.cfg.engine == "ray":
             done = self._run_shards_ray(shards)
         elif self.cfg.engine == "local":
-            executor = self._executor or Executor(self.cfg.tool_timeout,
-                                                  self.cfg.tool_cache or str(self.out / "tool-cache.sqlite"))
-            done = self._run_shards(shards, ShardAnnotator(self.cfg, lm, tools, sampler, executor))
+            annot = build_annotator(self.cfg, lm, sampler, tools, self._executor, self._settings)
+            done = self._run_shards(shards, annot)
         else:
             raise ConfigError(f"unknown --engine {self.cfg.engine!r}; use 'local' or 'ray'")
         candidates = [c for n in range(len(shards)) for c in R.read_jsonl(self._shard(n))]
@@ -206,8 +183,6 @@ class Runner:
             return None
 
     def _run_shards(self, shards, annot: ShardAnnotator) -> int:
-        from tqdm.auto import tqdm
-
         off = not self.cfg.progress
         bars = [tqdm(total=sum(map(len, shards)), desc="documents", unit="doc", position=0, disable=off),
                 tqdm(desc="candidates", unit="call", position=1, disable=off),
@@ -234,8 +209,6 @@ class Runner:
 
     def _run_shards_ray(self, shards) -> int:
         """The same shards through Ray Data actors; each is written as it comes back."""
-        from .ray_engine import run_shards_ray
-
         todo = [n for n in range(len(shards)) if self._done_shard(n) is None]
 
         def write(n: int, jsonl: str, stats: str) -> None:
@@ -248,8 +221,6 @@ class Runner:
         return len(shards) - len(todo)
 
     def _finish(self, docs, candidates, n_shards, report, split, resumed, seconds) -> dict:
-        from .summary import summarize
-
         write_atomic(self.out / "candidates.jsonl", "".join(c.to_json() + "\n" for c in candidates))
         # the annotated texts as read (after windowing), so the inspector can show any candidate in place
         write_atomic(self.out / "documents.jsonl", "".join(json.dumps(_doc_row(d), ensure_ascii=False) + "\n"
@@ -259,7 +230,8 @@ class Runner:
         if self.cfg.parquet:
             self._write_parquet(cstar)
         stats = [json.loads(self._shard(n, ".json").read_text()) for n in range(n_shards)]
-        summary = summarize(self.cfg, docs, candidates, cstar, stats, report, split)
+        summary = summarize(self.cfg, docs, candidates, cstar, stats, report, split,
+                            {name: s.tau_f for name, s in self._settings.items()})
         summary["wall_seconds_this_session"] = round(seconds, 2)
         summary["shards_resumed"] = resumed
         write_atomic(self.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
@@ -272,8 +244,8 @@ class Runner:
 
     def _write_parquet(self, records) -> None:
         try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            import pyarrow as pa  # lazy: optional
+            import pyarrow.parquet as pq  # lazy: optional
         except ImportError:
             raise ConfigError("--parquet needs pyarrow: pip install pyarrow") from None
         rows = [dict(r, calls=json.dumps(r["calls"], ensure_ascii=False)) for r in records]

@@ -12,7 +12,7 @@ the model would invent are not worth decoding.
 **Speed.** The tool prompt (instruction + demonstrations, a few hundred tokens) is the same for
 every document and position. It is handed to the backend as a shared prefix, with the
 per-position suffixes ``Input: x / Output: x_<i [`` of all documents of a shard in one call. The
-transformers backend (:mod:`toolformer_kit.hf_sample`) computes the prompt's KV cache once per run
+transformers backend (:mod:`toolformer_kit.lm.hf_sample`) computes the prompt's KV cache once per run
 and holds it once for all rows, runs each document's context once (the suffixes of a document are
 prefixes of its longest one but for the final " ["), and decodes with continuous batching: a row
 that stops hands its slot to the next (position, j) row at once, so the batch stays full across
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..calls import ToolCall, format_call, parse_sampled
-from ..lm import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig
+from ..lm.base import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig
 from . import records as R
 from .positions import LEAD, call_sites, char_offset, select_positions
 
@@ -109,7 +110,6 @@ def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positio
     All positions of all documents go to the backend in one call, so that it can keep its batch
     full across documents.
     """
-    import time
 
     t0 = time.perf_counter()
     meta, suffixes = chosen_suffixes(lm, tool, doc_ids, texts, positions, tau_s, k, context_chars)

@@ -42,7 +42,7 @@ import re
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
-from .corpus import CorpusError, Document
+from .document import CorpusError, Document
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..config import ConfigError
-from ..lm import SamplingConfig
+from ..lm.base import SamplingConfig
+from ..tools.calendar import calendar_tool_for, document_date
+from ..tools.wikisearch import excluding_document
 from . import records as R
-from .config import AnnotateConfig
-from .corpus import Document
+from .config import AnnotateConfig, tool_settings
+from .document import Document
 from .execute import Executor
 from .filter import BatchedScorer, score_candidates
 from .positions import LEAD, token_at
@@ -25,43 +26,6 @@ from .prefilters import calculator_keep, mt_keep, mt_leaks
 from .sample import SampleStats, document_positions, sample_calls
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Settings:
-    tau_s: float
-    k: int
-    m: int
-    tau_f: float
-    call_cost: float = 0.0
-
-
-def settings_for(tool, cfg: AnnotateConfig) -> Settings:
-    """The tool's own settings, then the run-wide overrides, then ``per_tool`` ones.
-
-    >>> from toolformer_kit.tools.base import Tool
-    >>> t = Tool("Calendar", str, "", [("a", "b")])
-    >>> settings_for(t, AnnotateConfig(k=3, per_tool=["Calendar.tau_s=0", "QA.k=9"]))
-    Settings(tau_s=0.0, k=3, m=5, tau_f=1.0, call_cost=0.0)
-    >>> settings_for(t, AnnotateConfig(call_cost=0.5, per_tool=["Calendar.call_cost=2"])).call_cost
-    2.0
-    """
-    base = tool.settings
-    pick = lambda mine, theirs: theirs if mine is None else mine  # noqa: E731
-    out = Settings(pick(cfg.tau_s, base.tau_s), pick(cfg.k, base.k), pick(cfg.m, base.m), pick(cfg.tau_f, base.tau_f),
-                   cfg.call_cost)
-    for item in cfg.per_tool:
-        name, _, rest = item.partition(".")
-        key, eq, value = rest.partition("=")
-        if not eq or key not in ("tau_s", "k", "m", "tau_f", "call_cost"):
-            raise ConfigError(f"per-tool setting {item!r} must look like TOOL.SETTING=VALUE with SETTING one of "
-                              "tau_s, k, m, tau_f, call_cost (e.g. Calendar.tau_s=0)")
-        if name == tool.name:
-            setattr(out, key, (int if key in ("k", "m") else float)(value))
-    if out.call_cost < 0:
-        raise ConfigError(f"call_cost of {tool.name} must be >= 0 nats, got {out.call_cost}; a call never pays "
-                          "for itself, use 0 for the paper's rule")
-    return out
 
 
 @dataclass
@@ -88,13 +52,9 @@ def doc_tool(tool, doc: Document, exclude_self: bool = True):
     otherwise reward copying the text back (see :class:`~toolformer_kit.tools.wikisearch.NotTheDocument`).
     """
     if tool.name == "Calendar":
-        from ..tools.calendar import calendar_tool_for, document_date
-
         date = document_date(doc.record())
         return calendar_tool_for(date) if date else None
     if exclude_self:
-        from ..tools.wikisearch import excluding_document
-
         return excluding_document(tool, doc.text, str(doc.meta.get("title") or ""))
     return tool
 
@@ -119,10 +79,14 @@ def eligible(tool, docs: Sequence[Document], cfg: AnnotateConfig, stats: ShardSt
 
 
 class ShardAnnotator:
-    """Holds the models, scorer and executor for a run; :meth:`run` annotates one shard."""
+    """Holds the models, scorer and executor for a run; :meth:`run` annotates one shard.
+    ``settings`` (tool name → :class:`~toolformer_kit.tools.base.AnnotationSettings`) is resolved
+    from ``cfg`` when not given."""
 
-    def __init__(self, cfg: AnnotateConfig, lm, tools: Sequence, sampler=None, executor: Executor | None = None):
+    def __init__(self, cfg: AnnotateConfig, lm, tools: Sequence, sampler=None, executor: Executor | None = None,
+                 settings: dict | None = None):
         self.cfg, self.lm, self.tools = cfg, lm, list(tools)
+        self.settings = settings if settings is not None else {t.name: tool_settings(cfg, t) for t in self.tools}
         self.sampler = sampler if sampler is not None else lm
         self.scorer = BatchedScorer(lm)
         self.executor = executor or Executor(cfg.tool_timeout, cfg.tool_cache or None)
@@ -139,8 +103,7 @@ class ShardAnnotator:
         tokens: dict[str, list[int]] = {}
         for tool in self.tools:
             out += self._tool(tool, docs, stats, tokens)
-            s = settings_for(tool, self.cfg)
-            tau_f[tool.name], cost[tool.name] = s.tau_f, s.call_cost
+            tau_f[tool.name], cost[tool.name] = self.settings[tool.name].tau_f, self.settings[tool.name].call_cost
         self._score(out, docs, tokens, tau_f, stats, cost)
         for c in out:
             stats.add(c.tool, f"status_{c.status}")
@@ -152,7 +115,7 @@ class ShardAnnotator:
         pairs = eligible(tool, docs, self.cfg, stats)
         if not pairs:
             return []
-        s = settings_for(tool, self.cfg)
+        s = self.settings[tool.name]
         texts = [d.text for d, _ in pairs]
         t0 = time.perf_counter()
         positions = document_positions(self.sampler, tool, texts)

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Sequence
 
 from ..calls import insert_call
+from .filter import is_kept
 from .records import Candidate
 
 
@@ -17,22 +18,41 @@ def _sum(stats: Sequence[dict], key: str) -> Counter:
 
 
 def kept_table(candidates: Sequence[Candidate], thresholds: Sequence[float]) -> dict:
-    """Per tool and τf: how many scored calls reach it, and in how many texts (Table 2's shape).
+    """Per tool: scored calls and, for each τf, how many reach it and in how many texts (Table 2's shape).
 
     >>> cs = [Candidate("a", "QA", 1, 0, .3, "", score=1.5), Candidate("a", "QA", 2, 4, .3, "", score=0.7),
     ...       Candidate("b", "QA", 1, 0, .3, "", score=2.5)]
     >>> kept_table(cs, [0.5, 2.0])["QA"]
-    {'scored': 3, 'tau_f=0.5': {'calls': 3, 'texts': 2}, 'tau_f=2.0': {'calls': 1, 'texts': 1}}
+    {'scored': 3, 'kept': [{'tau_f': 0.5, 'calls': 3, 'texts': 2}, {'tau_f': 2.0, 'calls': 1, 'texts': 1}]}
     """
     out: dict = {}
     for tool in sorted({c.tool for c in candidates}):
         scored = [c for c in candidates if c.tool == tool and c.score is not None]
-        row: dict = {"scored": len(scored)}
+        rows = []
         for t in thresholds:
-            hit = [c for c in scored if c.score >= t]
-            row[f"tau_f={t}"] = {"calls": len(hit), "texts": len({c.doc_id for c in hit})}
-        out[tool] = row
+            hit = [c for c in scored if is_kept(c.score, t)]
+            rows.append({"tau_f": t, "calls": len(hit), "texts": len({c.doc_id for c in hit})})
+        out[tool] = {"scored": len(scored), "kept": rows}
     return out
+
+
+def kept_table_of(summary: dict) -> dict:
+    """The kept table of a summary.json, also of one written before the table held numbers
+    (``{"scored": n, "tau_f=0.5": {...}}``): the one place that reads those keys.
+
+    >>> kept_table_of({"kept_by_tau_f": {"QA": {"scored": 3, "tau_f=0.5": {"calls": 3, "texts": 2}}}})
+    {'QA': {'scored': 3, 'kept': [{'tau_f': 0.5, 'calls': 3, 'texts': 2}]}}
+    """
+    if "kept_at_tau_f" in summary:
+        return summary["kept_at_tau_f"]
+    return {tool: {"scored": row.get("scored", 0),
+                   "kept": [{"tau_f": float(k.partition("=")[2]), **v} for k, v in row.items() if k.startswith("tau_f=")]}
+            for tool, row in summary.get("kept_by_tau_f", {}).items()}
+
+
+def kept_at(row: dict, tau_f: float) -> dict:
+    """One tool's counts at ``tau_f`` (zeros when the table has no such threshold)."""
+    return next((r for r in row.get("kept", []) if r["tau_f"] == tau_f), {"tau_f": tau_f, "calls": 0, "texts": 0})
 
 
 def in_context(text: str, c: Candidate, before: int = 70, after: int = 40) -> str:
@@ -84,7 +104,8 @@ def rates(seconds: Counter, tokens: Counter, scored: int) -> dict:
     return out
 
 
-def summarize(cfg, docs, candidates, cstar, stats, report, split) -> dict:
+def summarize(cfg, docs, candidates, cstar, stats, report, split, tau_f: dict | None = None) -> dict:
+    """``tau_f``: the threshold each tool's calls were kept at (its own, or the run's override)."""
     counts: dict = {}
     for s in stats:
         for tool, c in s["counts"].items():
@@ -96,7 +117,8 @@ def summarize(cfg, docs, candidates, cstar, stats, report, split) -> dict:
     return {
         "corpus": {"documents": len(docs), "split_into_windows": split, "skipped_records": report.skipped},
         "tools": {t: dict(sorted(c.items())) for t, c in sorted(counts.items())},
-        "kept_by_tau_f": kept_table(candidates, cfg.report_tau_f),
+        "tau_f": dict(sorted((tau_f or {}).items())),
+        "kept_at_tau_f": kept_table(candidates, cfg.report_tau_f),
         "c_star_texts": len(cstar),
         "top_calls": top_calls(docs, candidates),
         "stages": rates(_sum(stats, "seconds"), _sum(stats, "tokens"), scored),

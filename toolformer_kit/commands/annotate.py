@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
+from ..annotate.summary import kept_at, kept_table_of
+from .cli import standalone
 
 HELP = "annotate a corpus with useful tool calls (build C*)"
 
@@ -24,12 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def format_summary(summary: dict) -> str:
     """Kept counts per tool and τf (calls / texts), then the best calls with their scores."""
-    table = summary["kept_by_tau_f"]
-    taus = [k for k in next(iter(table.values()), {}) if k.startswith("tau_f=")]
-    lines = ["tool          texts  samples  scored  " + "  ".join(f"{t:>14}" for t in taus)]
+    table = kept_table_of(summary)
+    taus = [r["tau_f"] for r in next(iter(table.values()), {}).get("kept", [])]
+    lines = ["tool          texts  samples  scored  " + "  ".join(f"{f'tau_f={t}':>14}" for t in taus)]
     for tool, row in table.items():
         info = summary["tools"].get(tool, {})
-        cells = "  ".join(f"{row[t]['calls']:>6} / {row[t]['texts']:<5}" for t in taus)
+        cells = "  ".join(f"{kept_at(row, t)['calls']:>6} / {kept_at(row, t)['texts']:<5}" for t in taus)
         lines.append(f"{tool:<12} {info.get('documents', 0):>6} {info.get('samples', 0):>8} {row['scored']:>7}  {cells}")
     lines.append(f"C*: {summary['c_star_texts']} texts with at least one kept call")
     for call in summary["top_calls"][:8]:

@@ -14,8 +14,8 @@ import argparse
 import dataclasses
 import shlex
 
-from ..cli import standalone
 from ..config import add_dataclass_args, load_config_file
+from .cli import standalone
 
 HELP = "run a named recipe (math, search) end to end and write its evidence to results/NAME"
 

@@ -25,11 +25,11 @@ import logging
 import os
 import sys
 from dataclasses import asdict
-from typing import Callable, Optional
 
-from ..calls import ToolCall, find_calls, format_call
-from ..cli import standalone
+from ..calls import find_calls
 from ..config import add_dataclass_args, build_config
+from ..decode.demos import demo_prompt, tool_runner
+from .cli import standalone
 
 HELP = "decode with tools: calls open on top-k, run at '->', results inserted"
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ _CALL_STYLE, _RESET = "\033[1;36m", "\033[0m"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..decode_config import DecodeConfig
+    from ..decode.config import DecodeConfig
 
     parser.add_argument("prompts", nargs="+", metavar="PROMPT", help="one or more prompts (decoded as a batch)")
     parser.add_argument("--model", default="smollm2-135m", help="embedded name, HF folder (e.g. a fine-tuned DIR)")
@@ -60,62 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser, DecodeConfig)
 
 
-def executed(text: str, run: Callable[[ToolCall], Optional[str]]) -> str:
-    """``text`` with each call that has no result shown with ``run``'s result, as in C*; a call
-    ``run`` gives nothing for keeps its call-only form.
-
-    >>> executed("Big [Echo(hi)] HI, and [Echo(yo) -> YO] YO.", lambda c: c.input.upper())
-    'Big [Echo(hi) -> HI] HI, and [Echo(yo) -> YO] YO.'
-    >>> executed("Big [Echo(hi)] HI.", lambda c: None)
-    'Big [Echo(hi)] HI.'
-    """
-    out, last = [], 0
-    for parsed in find_calls(text):
-        result = run(parsed.call) if parsed.call.result is None else None
-        if result:
-            out += [text[last:parsed.start], format_call(parsed.call.with_result(result), leading_space=False)]
-            last = parsed.end
-    return "".join(out + [text[last:]])
-
-
-def tool_runner(tool, timeout: float = 10.0, cache_path: Optional[str] = None) -> Callable[[ToolCall], Optional[str]]:
-    """Run ``tool`` through the execution engine (its timeout, cache and error handling)."""
-    from ..tools.engine import ToolEngine
-
-    engine = ToolEngine({tool.name: tool}, timeout=timeout, cache_path=cache_path)
-    return lambda call: engine.run([call])[0].result
-
-
-def demo_prompt(tool, text: str, rewrite: bool = False, run: Optional[Callable[[ToolCall], Optional[str]]] = None) -> str:
-    """``text`` behind ``tool``'s instruction and worked examples.
-
-    Continuing (the default) shows the examples' outputs as plain paragraphs, executed with
-    ``run`` when given, and lets the model go on from ``text``; rewriting is the annotation prompt
-    P(x) itself (call-only examples: that prompt asks for calls, not results).
-
-    >>> from toolformer_kit.tools import Tool
-    >>> echo = Tool("Echo", str.upper, "Repeat words loudly.", [("I say hi.", "I say [Echo(hi) -> HI] hi.")])
-    >>> print(demo_prompt(echo, "You say"))
-    Repeat words loudly.
-    <BLANKLINE>
-    I say [Echo(hi) -> HI] hi.
-    <BLANKLINE>
-    You say
-    """
-    if rewrite:
-        return tool.prompt_prefix() + tool.prompt_context(text.strip())
-    demos = [out if run is None else executed(out, run) for _, out in tool.demonstrations]
-    return "\n\n".join([tool.instruction.strip()] + demos + [text])
-
-
 def highlight(text: str, colour: bool) -> str:
     """Calls set off in colour on a terminal; elsewhere the text as it is (calls are bracketed).
 
     >>> highlight("so [Calculator(2 + 3) -> 5] 5 left", True) == "so " + _CALL_STYLE + "[Calculator(2 + 3) -> 5]" + _RESET + " 5 left"
     True
     """
-    from ..calls import find_calls
-
     if not colour:
         return text
     out, last = [], 0
@@ -133,11 +83,11 @@ def _stop_strings(args: argparse.Namespace) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..decode_config import DecodeConfig
-    from ..lm import load_lm
+    from ..decode.config import DecodeConfig
+    from ..lm.base import load_lm
     from ..tools import get_tool
     from ..tools.engine import ToolEngine
-    from ..vllm_decode import make_decoder
+    from ..decode import make_decoder
 
     args.stop = _stop_strings(args)
     cfg = build_config(DecodeConfig, args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
+from .cli import standalone
 
 HELP = "browse annotation outputs and eval traces in a local web page"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
+from .cli import standalone
 
 HELP = "list / pull / verify embedded models"
 
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import models
+    from ..lm import embedded as models
 
     if args.action == "list":
         rows = [("name", "params", "licence", "pulled", "disk", "description")]

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
 from ..config import add_dataclass_args, build_config
+from .cli import standalone
 
 HELP = "the whole chain end to end (annotate → train → eval → report)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..pipeline import PipelineConfig
+    from ..pipeline.config import PipelineConfig
 
     add_dataclass_args(parser, PipelineConfig)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline import PipelineConfig, run_pipeline
+    from ..pipeline.config import PipelineConfig
+    from ..pipeline.run import run_pipeline
 
     md, page = run_pipeline(build_config(PipelineConfig, args))
     print(f"report: {page} (and {md})")

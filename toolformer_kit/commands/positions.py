@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
+from .cli import standalone
 
 HELP = "print call-start probabilities p_i over a text"
 
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..lm import load_lm
+    from ..lm.base import load_lm
     from ..tools import get_tool
 
     tool = get_tool(args.tool)

@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import shlex
 
-from ..cli import standalone
+from .cli import standalone
 from ..config import add_dataclass_args, load_config_file
 
 HELP = "run a study (scale, tau, cost) over the experiment recipes and write results/study-NAME"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli import standalone
+from .cli import standalone
 
 HELP = "list tools, show a tool's prompt, run a call"
 

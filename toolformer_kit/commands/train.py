@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import standalone
+from .cli import standalone
 
 HELP = "fine-tune a model on C* (or the '+CC' baseline)"
 

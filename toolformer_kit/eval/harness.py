@@ -15,7 +15,7 @@ since :func:`~toolformer_kit.eval.tasks.subset` takes examples in a fixed hash o
 with different decoding settings is refused rather than mixed in.
 
 **The generator** is any ``generate(prompts, config, tools) -> results`` with the
-:class:`~toolformer_kit.decode.ToolAwareDecoder` result shape, so tests drive the harness with a
+:class:`~toolformer_kit.decode.hf.ToolAwareDecoder` result shape, so tests drive the harness with a
 fake and :func:`decoder_generate` wires in the real decoder.
 """
 
@@ -33,13 +33,16 @@ from tqdm.auto import tqdm
 
 from ..calls import strip_calls
 from ..config import ConfigError
+from ..decode import make_decoder
+from ..decode.config import DecodeConfig
 from ..tools.base import MAX_RESULT_CHARS
+from .records import RECORDS, read_records
+from .report import summarize_run
 from .tasks import Example, Task, subset
 
 log = logging.getLogger(__name__)
 
 GenerateFn = Callable[[list[str], Any, Mapping[str, Any]], list[Any]]
-RECORDS = "examples.jsonl"
 RUN_INFO = "run.json"
 # The hard cap on a call's tokens when calls are on: the call itself (at most CALL_TOKENS) and its
 # result (at most MAX_RESULT_CHARS characters, so about as many tokens at worst). The answer has
@@ -80,8 +83,6 @@ class Setting:
 def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[str] = ("\n",)):
     """The paper's decoding for a task: greedy, at most one call, top-k call opening; the task's
     ``max_new_tokens`` is the answer's budget, whatever a call inserts."""
-    from ..decode import DecodeConfig
-
     budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET)
     return DecodeConfig(k=setting.k, max_calls=1, disabled=setting.disabled, max_new_tokens=budget,
                         max_answer_tokens=task.max_new_tokens, max_call_tokens=CALL_TOKENS,
@@ -113,20 +114,6 @@ def make_record(task: Task, example: Example, result: Any, seconds: float = 0.0)
         "call_ok": bool(calls) and all(c.get("ok", False) for c in calls),
         "calls": calls, "meta": dict(example.meta), "seconds": round(seconds, 4),
     }
-
-
-def read_records(path: Path) -> list[dict]:
-    """Records written so far; a line cut off by a kill is ignored (it is redone)."""
-    if not path.is_file():
-        return []
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                log.warning("%s: ignoring a truncated line (it will be redone)", path)
-    return out
 
 
 def _check_run_info(folder: Path, info: dict) -> None:
@@ -189,7 +176,6 @@ def evaluate(label: str, generate: GenerateFn, tasks: Sequence[Task], settings: 
              limit: int | None = None, batch_size: int = 8, seed: int = 0, stop: Sequence[str] = ("\n",),
              n_resamples: int = 1000, info: Mapping[str, Any] | None = None) -> list[dict]:
     """Every (setting, task) of one model; returns their summaries (see :func:`summarize_run`)."""
-    from .report import summarize_run
 
     summaries = []
     for task in tasks:
@@ -212,14 +198,12 @@ def _one_line(s: dict) -> str:
 
 
 def decoder_generate(lm, batch_size: int = 8) -> GenerateFn:
-    """The real decoder for ``lm``'s backend (:func:`~toolformer_kit.vllm_decode.make_decoder`)
+    """The real decoder for ``lm``'s backend (:func:`~toolformer_kit.decode.make_decoder`)
     behind the harness's interface.
 
     A decoder is built per tool set (DATESET needs one Calendar per example); the last few are
     kept so that the common case, one tool set for a whole task, builds one decoder.
     """
-    from ..vllm_decode import make_decoder
-
     cache: dict[tuple, Any] = {}
 
     def generate(prompts: list[str], config, tools: Mapping[str, Any]) -> list[Any]:

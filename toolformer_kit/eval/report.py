@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .metrics import bootstrap_ci, mean
+from .records import RECORDS, read_records
+from .tasks import TASKS
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,6 @@ def task_info(task: str) -> tuple[str, str, str]:
     >>> task_info("svamp")[0], task_info("no-such-task")
     ('Calculator', ('', '', ''))
     """
-    from .tasks import TASKS
-
     if task not in TASKS:
         return "", "", ""
     t = TASKS.get(task)
@@ -69,8 +69,6 @@ def summarize_run(records: Sequence[dict], model: str, setting: str, task: str,
 
 def collect(out: str | Path, n_resamples: int = 1000, seed: int = 0) -> list[dict]:
     """Summaries of every run under ``out`` (generation records and perplexity results)."""
-    from .harness import RECORDS, read_records
-
     out = Path(out)
     summaries = []
     for path in sorted(out.glob(f"*/*/*/{RECORDS}")):
@@ -215,10 +213,10 @@ def _bars(ax, groups: list[str], series: dict[str, list[tuple[float | None, tupl
 
 def plot_accuracy(summaries: Sequence[dict], path: str | Path) -> Path:
     """Accuracy per task (groups) and run (bars), with 95% intervals."""
-    import matplotlib
+    import matplotlib  # lazy: heavy, plots only
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy, plots only
 
     gen = [s for s in summaries if s.get("kind") == "generate"]
     tasks = list(dict.fromkeys(s["task"] for s in gen))
@@ -237,10 +235,10 @@ def plot_accuracy(summaries: Sequence[dict], path: str | Path) -> Path:
 
 def plot_breakdown(summaries: Sequence[dict], path: str | Path) -> Path:
     """Table 9 as bars: All / AC / NC per (task, run), with the call rate in the group label."""
-    import matplotlib
+    import matplotlib  # lazy: heavy, plots only
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy, plots only
 
     gen = [s for s in summaries if s.get("kind") == "generate"]
     gen = sorted([s for s in gen if s["setting"] != "disabled"] or gen, key=lambda s: s["task"])  # AC needs calls

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..eval.metrics import contains_answer
+from ..files import write_atomic
+from ..tools.wikisearch import BM25Index, default_index
 
 TOP = 3
 _QA_HEAD = "Answer the following question:"
@@ -69,17 +71,13 @@ def ceiling_flags(examples: Iterable, search: Callable[[str, int], Sequence[str]
 
 def bm25_search(corpus: str | None = None) -> Callable[[str, int], list[str]]:
     """The project's WikiSearch index (the one the tool reads) as ``search(query, k)``."""
-    from ..tools.wikisearch import BM25Index, default_index
 
     index = BM25Index(corpus) if corpus else default_index()
     return lambda query, k: [h.text for h in index.search(query, k)]
 
 
 def write_flags(path: Path, flags: Mapping[str, bool]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps({"id": i, "retrievable": v}) + "\n" for i, v in flags.items()),
-                   encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(json.dumps({"id": i, "retrievable": v}) + "\n" for i, v in flags.items()))
 
 
 def read_flags(path: Path) -> dict[str, bool]:

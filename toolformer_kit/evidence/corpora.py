@@ -18,8 +18,11 @@ import random
 import re
 from typing import Iterable, Sequence
 
-from ..annotate.corpus import Document
+from ..annotate.document import Document
+from ..annotate.sources import _load_wiki, gsm8k_docs
 from ..eval.metrics import normalize
+from ..eval.tasks import get_task
+from .ceiling import question_of
 
 MAX_TITLE_WORDS = 8
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -70,8 +73,6 @@ def split_draw(docs: Sequence[Document], n: int, dev: int) -> tuple[list[Documen
 def gsm8k_corpus(n: int, dev: int, seed: int, prose: bool = False) -> tuple[list[Document], list[Document]]:
     """GSM8K solutions; with ``prose`` their written-out sums shortened to results
     (:func:`~toolformer_kit.annotate.sources.written_sums_dropped`). Same draw either way."""
-    from ..annotate.sources import gsm8k_docs
-
     docs = gsm8k_docs(n + dev, random.Random(f"{seed}:experiment:gsm8k"), prose)
     random.Random(seed).shuffle(docs)  # gsm8k_docs sorts by row; the split must not follow file order
     return split_draw(docs, n, dev)
@@ -79,7 +80,6 @@ def gsm8k_corpus(n: int, dev: int, seed: int, prose: bool = False) -> tuple[list
 
 def wiki_corpus(n: int, dev: int, seed: int, exclude: set[str]) -> tuple[list[Document], list[Document]]:
     """Summaries not in ``exclude`` (titles), long enough to hold a fact worth searching for."""
-    from ..annotate.sources import _load_wiki
 
     en = _load_wiki("en-us")
     titles = sorted(t for t, v in en.items() if t not in exclude and len(v.get("extract", "").split()) >= 40)
@@ -93,8 +93,6 @@ def evaluated_text(tasks: Sequence[str], data_dir) -> tuple[list[str], list[str]
     """(gold answers, questions) of every example of ``tasks`` in ``data_dir`` — the whole files,
     not only the evaluated sample, so a larger ``--eval-limit`` later cannot ask about a trained
     article."""
-    from ..eval.tasks import get_task
-    from .ceiling import question_of
 
     answers, questions = [], []
     for name in tasks:

@@ -10,6 +10,7 @@ fast the finished stages actually ran (on a shared machine everything runs slowe
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 from typing import Mapping, Sequence
 
@@ -162,9 +163,8 @@ def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
     """The roofline: the rate of a plain n² matmul through torch on its current threads (median of
     ``repeats``; fp32 unless ``dtype`` says otherwise), which a dense transformer forward can
     approach on a CPU. benchmarks/bench_models.py measures it the same way."""
-    import statistics
 
-    import torch
+    import torch  # lazy: heavy
 
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b  # warm-up

@@ -8,6 +8,7 @@ first: the dataclass defaults, the recipe file, a ``--config`` file, the flags.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..config import ConfigError, from_dict, load_config_file
+from ..eval.tasks import ToolPolicy, get_task
 
 RECIPES_ENV = "TOOLFORMER_RECIPES"
 CORPORA = ("gsm8k", "gsm8k-prose", "wiki")
@@ -128,3 +130,12 @@ def load_recipe(name: str, overrides: dict[str, Any] | None = None, folder: Path
     values.setdefault("name", path.stem)
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return from_dict(ExperimentConfig, values, source=str(path))
+
+
+def eval_tasks(cfg: ExperimentConfig) -> list:
+    """The recipe's tasks; with ``lama_search`` LAMA may call WikiSearch (the paper forbids it there)."""
+    tasks = [get_task(t) for t in cfg.tasks]
+    if not cfg.lama_search:
+        return tasks
+    return [dataclasses.replace(t, policy=ToolPolicy(tuple(x for x in t.policy.excluded if x != "WikiSearch")),
+                                exercises="WikiSearch") if t.name.startswith("lama-") else t for t in tasks]

@@ -15,10 +15,12 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .. import report as R
+from .. import blocks as R
 from ..config import to_dict
+from ..files import write_atomic
 from . import paper, results
 from .cost import clock
+from .layout import recipe_config, sweep_configs, value_label
 from .results import LABEL, git_commit, load_records, pct, tools_setting
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ def family(task: str) -> str:
 
 def params_of(model: str) -> float | None:
     """Parameters of an embedded model (its registry entry); None for a folder we cannot tell."""
-    from ..models import EMBEDDED
+    from ..lm.embedded import EMBEDDED
 
     try:
         return paper.parse_params(EMBEDDED.get(model).parameters)
@@ -176,8 +178,6 @@ def _settings(folder: Path) -> dict:
 
 
 def collect_scale(study, n: int, seed: int) -> dict:
-    from .studies import recipe_config
-
     rows = []
     for model in study.models:
         for recipe in study.recipes:
@@ -197,8 +197,6 @@ def collect_scale(study, n: int, seed: int) -> dict:
 
 
 def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
-    from .studies import sweep_configs, value_label
-
     out = {"recipes": {}}
     for recipe, base, cfg in sweep_configs(study):
         ref = {label: families_of(base / "eval", cfg.tasks, label, "disabled", None, n, seed)
@@ -424,9 +422,7 @@ def write_study(study, command: str, latency: Callable | None = None) -> Path:
             "settings": to_dict(study), "wall_seconds": _stages(Path(study.out)),
             "interval": f"95% percentile bootstrap, {n} resamples, examples resampled within each task and "
                         "paired between tools and disabled; a family's accuracy is the mean of its tasks'"}
-    tmp = folder / "results.json.tmp"
-    tmp.write_text(json.dumps(res, indent=1, ensure_ascii=False))
-    tmp.replace(folder / "results.json")
+    write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))
     wall = res["wall_seconds"]
     blocks = [R.Block("h1", f"Study: {study.name} — {TITLES[study.name]}"), R.Block("h2", "Finding")]
     blocks += [R.Block("p", f) for f in findings] or [R.Block("p", "Nothing is evaluated yet.")]

@@ -12,14 +12,16 @@ disagree with them.
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .. import report as R
-from ..eval.harness import RECORDS, read_records
+from .. import blocks as R
 from ..eval.metrics import bootstrap_ci, mean, paired_bootstrap_diff
+from ..eval.records import RECORDS, read_records
+from .cost import matmul_gflops
 from .funnel import USEFUL, funnel, search_useful, weakest_step
 
 log = logging.getLogger(__name__)
@@ -201,11 +203,8 @@ def git_commit(repo: Path | None = None) -> str:
 def machine() -> dict:
     """The fp32 roofline (a 2048² matmul through torch, as benchmarks/bench_models.py measures it)
     and what the machine is, so a reader can scale every time to another machine."""
-    import os
 
-    import torch
-
-    from .cost import matmul_gflops
+    import torch  # lazy: heavy
 
     cpu = platform.processor() or platform.machine()
     try:

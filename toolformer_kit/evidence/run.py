@@ -10,16 +10,31 @@ instead, since they extend and never contradict what is on disk.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..annotate.config import AnnotateConfig
+from ..annotate.runner import Runner
+from ..annotate.sources import _load_wiki
 from ..config import ConfigError, to_dict
+from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
+from ..eval.harness import Setting, decoder_generate, evaluate
+from ..eval.report import write_report
+from ..eval.tasks import subset
+from ..files import write_atomic
+from ..lm.base import load_lm, set_threads
+from ..lm.embedded import EMBEDDED, pull
+from ..tools import get_tool
+from ..train import run_training
+from ..train.config import TrainConfig
+from .ceiling import bm25_search, ceiling_flags, write_flags
+from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
 from .cost import Progress, estimate
-from .recipe import ExperimentConfig
+from .recipe import ExperimentConfig, eval_tasks
+from .writer import write_results
 
 log = logging.getLogger(__name__)
 
@@ -68,41 +83,29 @@ class Ledger:
             entry["settings"] = settings
         entry["seconds"] = round(seconds + entry.get("seconds", 0.0) * (settings is None), 1)
         entry["seconds_last_run"] = round(seconds, 1)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1))
-        tmp.replace(self.path)
+        write_atomic(self.path, json.dumps(self.data, indent=1))
 
 
 def _jsonl(path: Path, rows) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 # ---------------------------------------------------------------- stages
 def stage_models(cfg: ExperimentConfig, out: Path) -> None:
-    from ..models import EMBEDDED, pull
-
     for name in {cfg.model, cfg.sampler_model} - {""}:
         if name in EMBEDDED:
             pull(name)
     if "WikiSearch" in cfg.tools or cfg.ceiling:
-        from ..tools import get_tool
-
         get_tool("WikiSearch").prepare()
 
 
 def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
-    from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
-
     folder = out / "corpus"
     folder.mkdir(parents=True, exist_ok=True)
     excluded: set[str] = set()
     if cfg.corpus.startswith("gsm8k"):
         docs, dev = gsm8k_corpus(cfg.docs, cfg.dev_docs, cfg.seed, prose=cfg.corpus == "gsm8k-prose")
     else:
-        from ..annotate.sources import _load_wiki
-
         answers, questions = evaluated_text(cfg.tasks, data_dir(cfg))
         excluded = asked_about(_load_wiki("en-us"), answers, questions)
         docs, dev = wiki_corpus(cfg.docs, cfg.dev_docs, cfg.seed, excluded)
@@ -115,9 +118,6 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
 
 
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
-    from ..annotate.config import AnnotateConfig
-    from ..annotate.runner import Runner
-
     folder = out / "annotate"
     if not (folder / "manifest.json").is_file():
         Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
@@ -130,8 +130,6 @@ def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
 
 def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
     """LoRA on C* (``plain`` False) or, for +CC, on every annotated text without calls (the paper's C)."""
-    from ..train import run_training
-    from ..train.config import TrainConfig
 
     folder = out / ("train-cc" if plain else "train-tools")
     data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
@@ -148,26 +146,10 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
 
 
 def data_dir(cfg: ExperimentConfig) -> Path:
-    from ..commands.eval import EvalConfig, resolve_data_dir
-
     return resolve_data_dir(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
 
 
-def eval_tasks(cfg: ExperimentConfig) -> list:
-    """The recipe's tasks; with ``lama_search`` LAMA may call WikiSearch (the paper forbids it there)."""
-    from ..eval.tasks import ToolPolicy, get_task
-
-    tasks = [get_task(t) for t in cfg.tasks]
-    if not cfg.lama_search:
-        return tasks
-    return [dataclasses.replace(t, policy=ToolPolicy(tuple(x for x in t.policy.excluded if x != "WikiSearch")),
-                                exercises="WikiSearch") if t.name.startswith("lama-") else t for t in tasks]
-
-
 def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
-    from ..eval.tasks import subset
-    from .ceiling import bm25_search, ceiling_flags, write_flags
-
     folder = out / "ceiling"
     folder.mkdir(parents=True, exist_ok=True)
     search = bm25_search()
@@ -185,11 +167,6 @@ def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[st
 
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[str]]] | None = None) -> Path:
     """Evaluate ``runs`` (default: the paper's four columns, :func:`model_runs`) into ``out/eval``."""
-    from ..eval.harness import Setting, decoder_generate, evaluate
-    from ..eval.report import write_report
-    from ..lm import load_lm
-    from ..tools import get_tool
-
     folder = out / "eval"
     tools = {name: get_tool(name) for name in cfg.tools}
     tasks = eval_tasks(cfg)
@@ -205,8 +182,6 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
 
 
 def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
-    from .writer import write_results
-
     return write_results(cfg, out, command)
 
 
@@ -235,16 +210,11 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
 
 def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     """Every stage of the recipe in order; returns the results folder."""
-    from ..pipeline import check_inputs, PipelineConfig
-
-    check_inputs(PipelineConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "experiment.json").write_text(json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
-    if cfg.threads:
-        import torch
-
-        torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     ledger, complete = Ledger(out), _complete(cfg, out)
     steps = plan(cfg, out, command)
     progress = Progress(estimate(cfg), [name for name, _, _ in steps])

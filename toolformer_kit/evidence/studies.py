@@ -27,17 +27,18 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..config import ConfigError, from_dict, load_config_file, to_dict
+from ..files import write_atomic
 from . import run as X
 from .cost import EVAL_RUNS, Progress, clock, estimate
-from .recipe import ExperimentConfig, available, load_recipe
+from . import report_study
+from .layout import recipe_config, sweep_configs, value_label
+from .recipe import ExperimentConfig
 from .results import LABEL
 
 log = logging.getLogger(__name__)
 
 STUDIES = ("scale", "tau", "cost")
 STUDIES_ENV = "TOOLFORMER_STUDIES"
-# What a recipe's size knobs may be set to from a study (None: the recipe's own value).
-SIZE_KEYS = ("docs", "k", "m", "train_steps", "eval_limit", "eval_batch", "tasks")
 
 
 def _f(default, help_text: str, **kw):
@@ -124,64 +125,6 @@ def load_study(name: str, overrides: dict[str, Any] | None = None, folder: Path 
     return from_dict(StudyConfig, values, source=str(path) if path.is_file() else "flags")
 
 
-def per_recipe(study: StudyConfig, recipe: str) -> dict[str, str]:
-    """The ``per_recipe`` overrides that name ``recipe``.
-
-    >>> per_recipe(StudyConfig(name="tau", per_recipe=["search.docs=60", "math.docs=9"]), "search")
-    {'docs': '60'}
-    """
-    out = {}
-    for item in study.per_recipe:
-        name, _, rest = item.partition(".")
-        key, eq, value = rest.partition("=")
-        if not eq or not key:
-            raise ConfigError(f"per-recipe setting {item!r} must look like RECIPE.SETTING=VALUE, e.g. search.docs=60")
-        if name not in study.recipes and name not in available():
-            raise ConfigError(f"per-recipe setting {item!r} names {name!r}, which is no recipe "
-                              f"(recipes: {', '.join(available())})")
-        if name == recipe:
-            out[key] = value
-    return out
-
-
-def recipe_config(study: StudyConfig, recipe: str, out: Path, model: str | None = None) -> ExperimentConfig:
-    """A recipe's settings under the study: its YAML, the study's per-recipe overrides, then the
-    sizes set for every recipe (so ``--eval-limit 60`` sets every recipe), the model; the run goes
-    to ``out`` (its own report beside it, in ``out/results``)."""
-    over: dict[str, Any] = per_recipe(study, recipe)
-    over |= {k: getattr(study, k) for k in SIZE_KEYS if getattr(study, k) is not None}
-    over |= {"seed": study.seed, "bootstrap": study.bootstrap, "threads": study.threads, "data_dir": study.data_dir}
-    if model or study.model:
-        over |= {"model": model or study.model, "sampler_model": ""}
-    over |= {"out": str(out), "results": str(out / "results")}
-    return load_recipe(recipe, over)
-
-
-def reused_config(study: StudyConfig, recipe: str, out: Path) -> ExperimentConfig:
-    """With ``--from-run``: the source run's own settings (they made the annotation), the study's
-    downstream ones on top; an upstream setting that differs is an error naming the fix."""
-    source = Path(study.from_run)
-    meta = source / "experiment.json"
-    if not meta.is_file() or not (source / "annotate" / "manifest.json").is_file():
-        raise ConfigError(f"--from-run {source} is not a finished experiment run (it needs experiment.json and "
-                          f"annotate/manifest.json); run `toolformer experiment {recipe}` first, or drop --from-run")
-    made = json.loads(meta.read_text("utf-8"))["settings"]
-    wanted = to_dict(recipe_config(study, recipe, out))
-    upstream = [k for stage in ("corpus", "annotate") for k in X.KEYS[stage]]
-    clash = sorted(k for k in upstream if k in typed_upstream(study, recipe) and wanted[k] != made.get(k))
-    if clash:
-        raise ConfigError(f"--from-run {source} was annotated with {', '.join(f'{k} {made.get(k)!r}' for k in clash)}; "
-                          "drop those settings to reuse it, or annotate anew without --from-run")
-    values = {k: v for k, v in made.items() if k in upstream} | {k: v for k, v in wanted.items() if k not in upstream}
-    return from_dict(ExperimentConfig, values, source=str(meta))
-
-
-def typed_upstream(study: StudyConfig, recipe: str) -> set[str]:
-    """The corpus/annotation settings the study sets itself (the rest come from the source run)."""
-    typed = {k for k in SIZE_KEYS if getattr(study, k) is not None} | set(per_recipe(study, recipe))
-    return typed | ({"model"} if study.model else set())
-
-
 # ---------------------------------------------------------------- steps
 @dataclass
 class Step:
@@ -207,14 +150,6 @@ def _file(path: Path) -> Callable[[], bool]:
     return lambda: path.is_file()
 
 
-def value_label(study: StudyConfig, value: float) -> str:
-    """
-    >>> value_label(StudyConfig(name="tau"), 0.5), value_label(StudyConfig(name="cost"), 2.0)
-    ('tau-0.5', 'cost-2')
-    """
-    return f"{study.name}-{value:g}"
-
-
 def thresholds(study: StudyConfig, cfg: ExperimentConfig, value: float) -> tuple[dict, dict]:
     """(τf, λ) per tool for one swept value."""
     if study.name == "tau":
@@ -229,11 +164,9 @@ def thresholds(study: StudyConfig, cfg: ExperimentConfig, value: float) -> tuple
 
 def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:
     """One whole recipe run per (recipe, model), smallest model first."""
-    from .report_study import params_of
-
     out = Path(study.out)
     steps = []
-    for model in sorted(study.models, key=lambda m: params_of(m) or float("inf")):
+    for model in sorted(study.models, key=lambda m: report_study.params_of(m) or float("inf")):
         for recipe in study.recipes:
             sub = out / f"{recipe}-{model}"
             cfg = recipe_config(study, recipe, sub, model)
@@ -242,33 +175,19 @@ def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:
             steps.append(Step(f"{recipe} / {model}", settings, _file(sub / "report.md"),
                               lambda cfg=cfg: X.run_experiment(cfg, command), sum(est.values()), strict=False,
                               detail=est))
-    from .report_study import write_study
-
-    return steps + [Step("report", None, _never, lambda: write_study(study, command), 10.0)]
-
-
-def sweep_configs(study: StudyConfig) -> list[tuple[str, Path, ExperimentConfig]]:
-    """(recipe, its folder, its settings) of a τf or λ sweep."""
-    out = []
-    for recipe in study.recipes:
-        base = Path(study.out) / recipe
-        out.append((recipe, base, reused_config(study, recipe, base) if study.from_run
-                    else recipe_config(study, recipe, base)))
-    return out
+    return steps + [Step("report", None, _never, lambda: report_study.write_study(study, command), 10.0)]
 
 
 def check_tasks(cfg: ExperimentConfig) -> None:
     """Fail before annotating, not after, when a task is unknown or its data cannot be read."""
-    from ..pipeline import PipelineConfig, check_inputs
+    from ..eval.config import EvalConfig, check_tasks as check_eval_tasks
 
-    check_inputs(PipelineConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    check_eval_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
 
 
 def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Step]:
     """Per recipe: corpus and annotation once (unless reused), +CC trained once, base and +CC
     evaluated once; then per value: re-filter → C* → train → evaluate the tool-trained model."""
-    from .report_study import write_study
-
     steps: list[Step] = []
     for recipe, base, cfg in sweep_configs(study):
         est = estimate(cfg)
@@ -302,7 +221,7 @@ def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Ste
                               lambda cfg=cfg, v=v: train_value(cfg, v), est["train (tools)"]))
             steps.append(Step(f"{label}: evaluate", None, _never, lambda cfg=cfg, v=v: evaluate_value(cfg, v),
                               2 * per_eval, strict=False))
-    steps.append(Step("report", None, _never, lambda: write_study(study, command, latency), 10.0))
+    steps.append(Step("report", None, _never, lambda: report_study.write_study(study, command, latency), 10.0))
     return steps
 
 
@@ -352,7 +271,7 @@ def train_value(cfg: ExperimentConfig, folder: Path) -> None:
     if not data.read_text(encoding="utf-8").strip():
         log.warning("%s keeps no call: nothing to fine-tune at this value", data)
         (folder / "train-tools").mkdir(parents=True, exist_ok=True)
-        (folder / "train-tools" / EMPTY).write_text(json.dumps({"reason": "C* is empty at this value"}))
+        write_atomic(folder / "train-tools" / EMPTY, json.dumps({"reason": "C* is empty at this value"}))
         return
     X.stage_train(cfg, folder, plain=False)
 

@@ -11,12 +11,17 @@ import shutil
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .. import report as R
+from .. import blocks as R
+from ..annotate.config import PAPER_MODEL_NOTE
+from ..annotate.summary import kept_at, kept_table_of
 from ..config import to_dict
+from ..eval.report import _bars
+from ..files import write_atomic
+from . import results
 from .ceiling import read_flags
 from .cost import clock, estimate
 from .funnel import funnel_rows
-from . import results
+from .recipe import eval_tasks
 from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, pct, task_funnels,
                       tools_setting, verdict_blocks, verdict_text, with_ci)
 
@@ -29,7 +34,7 @@ def deviations(cfg) -> list[str]:
            "tokens on a CPU, not full fine-tuning of GPT-J (6.7B) with batch 128 for up to 2,000 steps."]
     if cfg.sampler_model and cfg.sampler_model != cfg.model:
         out.append(f"Calls are sampled by {cfg.sampler_model} but scored and fine-tuned with {cfg.model}; "
-                   f"{R.PAPER_MODEL_NOTE}.")
+                   f"{PAPER_MODEL_NOTE}.")
     if cfg.k or cfg.m:
         out.append(f"Annotation takes k = {cfg.k or 'per tool'} positions and m = {cfg.m or 'per tool'} calls per "
                    "position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
@@ -48,8 +53,6 @@ def deviations(cfg) -> list[str]:
 
 def tool_of(cfg) -> dict[str, str]:
     """The tool each task is judged by in the funnel: the recipe's own, for every task."""
-    from .run import eval_tasks
-
     return {t.name: (cfg.tools[0] if len(cfg.tools) == 1 else t.exercises) for t in eval_tasks(cfg)}
 
 
@@ -78,7 +81,7 @@ def _annotation(out: Path) -> dict:
     if not path.is_file():
         return {}
     s = json.loads(path.read_text("utf-8"))
-    return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": s["kept_by_tau_f"],
+    return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": kept_table_of(s),
             "top_calls": s.get("top_calls", [])[:8]}
 
 
@@ -135,8 +138,8 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
     a = res["annotation"]
     if not a:
         return []
-    taus = ("tau_f=0.5", "tau_f=1.0", "tau_f=2.0")
-    kept = lambda k, t: f"{k.get(t, {}).get('calls', 0)} / {k.get(t, {}).get('texts', 0)}"  # noqa: E731
+    taus = (0.5, 1.0, 2.0)
+    kept = lambda k, t: f"{kept_at(k, t)['calls']} / {kept_at(k, t)['texts']}"  # noqa: E731
     rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
     blocks = [R.Block("h2", "Annotation (C*)"),
               R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call."),
@@ -159,14 +162,13 @@ def _cost_blocks(res: Mapping) -> list[R.Block]:
 def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     """Small PNGs: the four columns per task, and the funnel per task; none without matplotlib."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: heavy, plots only
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: heavy, plots only
     except ImportError:
         log.warning("matplotlib is not installed; results have no plots (pip install matplotlib)")
         return []
-    from ..eval.report import _bars
 
     made = []
     names = [c[2] for c in COLUMNS] + ["tool-trained, tools"]
@@ -201,9 +203,7 @@ def write_results(cfg, out: Path, command: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     res = collect(cfg, out) | {"command": command}
     plots = plot(res, folder)
-    tmp = folder / "results.json.tmp"
-    tmp.write_text(json.dumps(res, indent=1, ensure_ascii=False))
-    tmp.replace(folder / "results.json")
+    write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))
     title = f"Evidence: {cfg.name}" + (f" — {cfg.description}" if cfg.description else "")
     (folder / "report.md").write_text(R.to_markdown([R.Block("h1", title), *report_blocks(res, plots)]),
                                       encoding="utf-8")

@@ -1,7 +1,9 @@
 // The inspector page. Every piece of corpus or model text is placed with textContent, never
 // innerHTML, so documents are displayed exactly as written and can never run as markup.
 "use strict";
-const state = { tool: "", status: "all", tau: 1.0, candOffset: 0, genOffset: 0, task: "", scores: {} };
+// tau === null: each candidate's stored decision, made at its tool's own τf (meta.tau_f); moving
+// the slider asks what one τf for every tool would keep.
+const state = { tool: "", status: "all", tau: null, candOffset: 0, genOffset: 0, task: "", tauF: {} };
 const PAGE = 50;
 const $ = (id) => document.getElementById(id);
 
@@ -18,14 +20,15 @@ async function getJSON(path, params) {
   return res.json();
 }
 
-function renderCounts() {
+const tauParam = () => (state.tau === null ? "" : state.tau);
+
+async function renderCounts() {
+  const counts = await getJSON("/api/counts", { tau_f: tauParam() });
   const body = $("counts").querySelector("tbody");
   body.replaceChildren();
-  for (const [tool, scores] of Object.entries(state.scores)) {
-    const scored = scores.filter((s) => s !== null);
-    const kept = scored.filter((s) => s >= state.tau).length;
+  for (const [tool, c] of Object.entries(counts)) {
     const tr = el("tr");
-    tr.append(el("td", tool), el("td", scores.length, "num"), el("td", scored.length, "num"), el("td", kept, "num"));
+    tr.append(el("td", tool), el("td", c.candidates, "num"), el("td", c.scored, "num"), el("td", c.kept, "num"));
     tr.dataset.tool = tool;
     body.append(tr);
   }
@@ -39,14 +42,14 @@ function showDocument(row) {
 }
 
 async function loadCandidates() {
-  const data = await getJSON("/api/candidates", { tool: state.tool, status: state.status, tau_f: state.tau,
+  const data = await getJSON("/api/candidates", { tool: state.tool, status: state.status, tau_f: tauParam(),
                                                    offset: state.candOffset, limit: PAGE });
   $("cand-total").textContent = `${data.total} candidate(s)`;
   $("cand-page").textContent = `${data.total ? state.candOffset + 1 : 0}–${Math.min(state.candOffset + PAGE, data.total)}`;
   const body = $("candidates").querySelector("tbody");
   body.replaceChildren();
   for (const row of data.rows) {
-    const kept = row.score !== null && row.score !== undefined && row.score >= state.tau;
+    const kept = row.kept;
     const tr = el("tr", undefined, kept ? "kept" : "");
     tr.append(el("td", row.tool), el("td", row.doc_id), el("td", row.input ?? row.sample),
               el("td", row.result ?? (row.error || row.status)), el("td", fmt(row.L_eps), "num"),
@@ -96,10 +99,17 @@ async function init() {
   $("sources").textContent = meta.sources.join(" · ");
   fillSelect($("tool"), meta.tools, "all tools");
   fillSelect($("task"), meta.tasks, "all tasks");
-  state.scores = await getJSON("/api/scores");
+  state.tauF = meta.tau_f || {};
+  const own = Object.entries(state.tauF).map(([tool, tau]) => `${tool} ${tau}`).join(" · ");
+  $("tau-value").textContent = own ? `each tool's own (${own})` : "each tool's own";
   $("tab-candidates").addEventListener("click", () => switchTab("candidates"));
   $("tab-generations").addEventListener("click", () => switchTab("generations"));
-  $("tool").addEventListener("change", (e) => { state.tool = e.target.value; state.candOffset = 0; loadCandidates(); });
+  $("tool").addEventListener("change", (e) => {
+    state.tool = e.target.value;
+    state.candOffset = 0;
+    if (state.tau === null && state.tauF[state.tool] !== undefined) $("tau").value = state.tauF[state.tool];
+    loadCandidates();
+  });
   $("status").addEventListener("change", (e) => { state.status = e.target.value; state.candOffset = 0; loadCandidates(); });
   $("tau").addEventListener("input", (e) => {
     state.tau = parseFloat(e.target.value);
@@ -112,8 +122,7 @@ async function init() {
   $("cand-next").addEventListener("click", () => { state.candOffset += PAGE; loadCandidates(); });
   $("gen-prev").addEventListener("click", () => { state.genOffset = Math.max(0, state.genOffset - PAGE); loadGenerations(); });
   $("gen-next").addEventListener("click", () => { state.genOffset += PAGE; loadGenerations(); });
-  renderCounts();
-  await Promise.all([loadCandidates(), loadGenerations()]);
+  await Promise.all([renderCounts(), loadCandidates(), loadGenerations()]);
   if (!meta.candidates && meta.generations) switchTab("generations");
   document.body.dataset.ready = "1";
 }

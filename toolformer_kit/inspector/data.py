@@ -12,6 +12,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..annotate.filter import is_kept
+from ..tools import BUILTIN, TOOLS, get_tool
+
 log = logging.getLogger(__name__)
 
 
@@ -22,6 +25,7 @@ class InspectData:
     generations: list[dict] = field(default_factory=list)
     summaries: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    tau_f: dict[str, float] = field(default_factory=dict)  # tool → the τf its calls were kept at
 
     def tools(self) -> list[str]:
         return sorted({c["tool"] for c in self.candidates})
@@ -85,8 +89,27 @@ def load_annotation(folder: Path, data: InspectData) -> None:
         if (folder / name).is_file():
             for k, v in _texts(_jsonl(folder / name), field).items():
                 data.documents.setdefault(k, v)
+    summary = {}
     if (folder / "summary.json").is_file():
-        data.summaries.append({"source": str(folder), **json.loads((folder / "summary.json").read_text("utf-8"))})
+        summary = json.loads((folder / "summary.json").read_text("utf-8"))
+        data.summaries.append({"source": str(folder), **summary})
+    data.tau_f.update(run_tau_f(summary, {c["tool"] for c in cands}))
+
+
+def run_tau_f(summary: dict, tools: set[str]) -> dict[str, float]:
+    """Each tool's τf in a run: as its summary records it, else (a run written before summaries
+    did) the tool's own setting; a tool that is not registered here gets none.
+
+    >>> run_tau_f({"tau_f": {"QA": 2.0}}, {"QA", "Calculator", "Nope"})
+    {'Calculator': 0.5, 'QA': 2.0}
+    """
+    out = {}
+    for name in sorted(tools):
+        if name in summary.get("tau_f", {}):
+            out[name] = summary["tau_f"][name]
+        elif name in TOOLS or name in BUILTIN:
+            out[name] = get_tool(name).settings.tau_f
+    return out
 
 
 def load_eval(folder: Path, data: InspectData) -> None:
@@ -113,11 +136,18 @@ def load(folders: list[str | Path]) -> InspectData:
     return data
 
 
-def kept_counts(candidates: list[dict], tau_f: float) -> dict[str, dict[str, int]]:
-    """Per tool: scored candidates and how many a threshold τf would keep (score ≥ τf).
+def kept(c: dict, tau_f: float | None) -> bool:
+    """Whether a candidate is kept: its stored decision (made at its tool's own τf) when no
+    ``tau_f`` is asked for, else the filter's rule at ``tau_f``."""
+    return bool(c.get("kept")) if tau_f is None else is_kept(c.get("score"), tau_f)
 
-    >>> kept_counts([{"tool": "A", "score": 1.2}, {"tool": "A", "score": 0.4}, {"tool": "A", "score": None}], 1.0)
-    {'A': {'candidates': 3, 'scored': 2, 'kept': 1}}
+
+def kept_counts(candidates: list[dict], tau_f: float | None = None) -> dict[str, dict[str, int]]:
+    """Per tool: scored candidates and how many are kept (stored decisions, or at ``tau_f``).
+
+    >>> cs = [{"tool": "A", "score": 1.2, "kept": True}, {"tool": "A", "score": 0.4}, {"tool": "A", "score": None}]
+    >>> kept_counts(cs, 1.0), kept_counts(cs, 0.3)["A"]["kept"], kept_counts(cs)["A"]["kept"]
+    ({'A': {'candidates': 3, 'scored': 2, 'kept': 1}}, 2, 1)
     """
     out: dict[str, dict[str, int]] = {}
     for c in candidates:
@@ -125,5 +155,5 @@ def kept_counts(candidates: list[dict], tau_f: float) -> dict[str, dict[str, int
         row["candidates"] += 1
         if c.get("score") is not None:
             row["scored"] += 1
-            row["kept"] += c["score"] >= tau_f
+            row["kept"] += kept(c, tau_f)
     return out

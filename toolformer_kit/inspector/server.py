@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from urllib.parse import parse_qs, urlparse
 
-from ..calls import find_calls, format_call
-from .data import InspectData, finite_or_none, kept_counts
+from ..calls import ToolCall, find_calls, format_call
+from .data import InspectData, finite_or_none, kept, kept_counts
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 50
@@ -83,20 +83,28 @@ def candidate_view(c: dict, documents: dict[str, str]) -> dict:
 
 
 def format_call_safe(c: dict) -> str:
-    from ..calls import ToolCall
-
     return format_call(ToolCall(c["tool"], c.get("input") or "", c.get("result")))
+
+
+def _tau(q: dict) -> float | None:
+    """The τf asked for; none (the page's start) means each candidate's stored decision."""
+    if q.get("tau_f") in (None, ""):
+        return None
+    tau_f = finite_or_none(q["tau_f"])
+    if tau_f is None:
+        raise ValueError(f"tau_f must be a finite number, got {q.get('tau_f')!r}")
+    return tau_f
 
 
 def _filter_candidates(data: InspectData, q: dict) -> list[dict]:
     rows = data.candidates
     if q.get("tool"):
         rows = [c for c in rows if c["tool"] == q["tool"]]
-    status, tau = q.get("status", "all"), float(q.get("tau_f") or 1.0)
+    status, tau = q.get("status", "all"), _tau(q)
     if status == "kept":
-        rows = [c for c in rows if c.get("score") is not None and c["score"] >= tau]
+        rows = [c for c in rows if kept(c, tau)]
     elif status == "rejected":
-        rows = [c for c in rows if c.get("score") is not None and c["score"] < tau]
+        rows = [c for c in rows if c.get("score") is not None and not kept(c, tau)]
     elif status == "unscored":
         rows = [c for c in rows if c.get("score") is None]
     if q.get("sort", "score") == "score":
@@ -111,20 +119,19 @@ def api(data: InspectData, path: str, q: dict) -> object:
     if path == "/api/meta":
         return {"sources": data.sources, "tools": data.tools(), "candidates": len(data.candidates),
                 "generations": len(data.generations), "documents": len(data.documents),
-                "tasks": sorted({g["task"] for g in data.generations})}
+                "tasks": sorted({g["task"] for g in data.generations}), "tau_f": data.tau_f}
     if path == "/api/scores":
         scores: dict[str, list] = {}
         for c in data.candidates:
             scores.setdefault(c["tool"], []).append(c.get("score"))
         return scores
     if path == "/api/counts":
-        tau_f = finite_or_none(q.get("tau_f") or 1.0)
-        if tau_f is None:
-            raise ValueError(f"tau_f must be a finite number, got {q.get('tau_f')!r}")
-        return kept_counts(data.candidates, tau_f)
+        return kept_counts(data.candidates, _tau(q))
     if path == "/api/candidates":
         rows = _filter_candidates(data, q)
-        return {"total": len(rows), "rows": [candidate_view(c, data.documents) for c in rows[offset: offset + limit]]}
+        tau = _tau(q)
+        return {"total": len(rows), "rows": [candidate_view(c, data.documents) | {"kept": kept(c, tau)}
+                                             for c in rows[offset: offset + limit]]}
     if path == "/api/generations":
         rows = [g for g in data.generations if not q.get("task") or g["task"] == q["task"]]
         page = rows[offset: offset + limit]

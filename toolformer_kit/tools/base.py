@@ -47,6 +47,7 @@ class AnnotationSettings:
     k: int = 5  # at most this many positions per document
     m: int = 5  # calls sampled per position
     tau_f: float = 1.0  # keep a call if L- - L+ >= tau_f
+    call_cost: float = 0.0  # λ, nats: keep only if L- - L+ >= tau_f + λ (not the paper's; 0 = its rule)
 
 
 PAPER_DEFAULT = AnnotationSettings()

@@ -47,7 +47,9 @@ from typing import Mapping, Optional, Sequence
 from tqdm import tqdm
 
 from ..calls import ToolCall
-from ..registry import UnknownNameError
+from ..config import ConfigError
+from ..registry import Registry, UnknownNameError
+from . import get_tool
 from .base import Tool
 
 DEFAULT_TIMEOUT = 10.0  # seconds, for a tool without its own timeout when the caller sets none
@@ -128,7 +130,6 @@ def check_cache_file(path: str | Path) -> Path:
 
     Why at start-up: a broken cache used to surface only after the models had loaded and sampled.
     """
-    from ..config import ConfigError
 
     path = Path(path).expanduser()
     if path.is_dir():
@@ -228,12 +229,8 @@ class ToolEngine:
 
     def _tool(self, name: str) -> Tool:
         if self.tools is None:
-            from . import get_tool
-
             return get_tool(name)
         if name not in self.tools:
-            from ..registry import Registry
-
             known: Registry[Tool] = Registry("tool")
             for k, v in self.tools.items():
                 known.add(k, v)

@@ -16,7 +16,7 @@ import os
 import threading
 from typing import Optional
 
-from ..lm import LanguageModel, SamplingConfig
+from ..lm.base import LanguageModel, SamplingConfig, load_lm
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,6 @@ def shared_lm(name: str) -> LanguageModel:
     """One loaded model per name per process."""
     with _LOAD_LOCK:
         if name not in _LOADED:
-            from ..lm import load_lm
-
             log.info("loading %s for a tool (once per process)", name)
             _LOADED[name] = load_lm(name)
         return _LOADED[name]

@@ -19,6 +19,7 @@ otherwise win on very short inputs ("El perro come." was read as Venetian).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from ..calls import ToolCall, format_call
-from ..lm import LanguageModel
+from ..lm.base import LanguageModel
 from .base import PAPER_CALCULATOR_MT, Tool
 from .lmtool import LazyLM, first_line
 
@@ -78,7 +79,7 @@ def _identifier():
     global _IDENTIFIER
     with _ID_LOCK:
         if _IDENTIFIER is None:
-            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier  # lazy: loads a language-ID model
 
             ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
             ident.set_languages([c for c in ident.nb_classes if len(c) == 2 and c in LANGUAGES])
@@ -138,7 +139,7 @@ class Seq2SeqTranslator:
     def prepare(self):
         with self._lock:
             if self._loaded is None:
-                from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+                from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # lazy: heavy
 
                 tok = AutoTokenizer.from_pretrained(self.folder)
                 model = AutoModelForSeq2SeqLM.from_pretrained(self.folder).eval()
@@ -146,7 +147,7 @@ class Seq2SeqTranslator:
         return self._loaded
 
     def translate(self, text: str, lang: str) -> Optional[str]:
-        import torch
+        import torch  # lazy: heavy
 
         tok, model = self.prepare()
         kwargs = {}
@@ -202,8 +203,6 @@ def _default_translator(model: str | None) -> Translator:
     name = model or os.environ.get(MODEL_ENV)
     if name and Path(name).expanduser().is_dir():
         try:
-            import json
-
             kind = json.loads((Path(name).expanduser() / "config.json").read_text()).get("is_encoder_decoder")
         except (OSError, ValueError):
             kind = False

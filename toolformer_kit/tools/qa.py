@@ -29,7 +29,7 @@ import re
 from typing import Optional, Sequence
 
 from ..calls import ToolCall, format_call
-from ..lm import LanguageModel
+from ..lm.base import LanguageModel
 from .base import PAPER_DEFAULT, Tool
 from .lmtool import LazyLM
 from .wikisearch import BM25Index, default_index, snippet

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..calls import find_calls, strip_calls
-from ..config import ConfigError
+from ..config import ConfigError, load_config_file
 from .base import PAPER_CALCULATOR_MT, PAPER_DEFAULT, TOOLS, AnnotationSettings, Tool
 
 log = logging.getLogger(__name__)
@@ -241,7 +241,6 @@ def _load_tools_file(path: Path) -> list[str]:
         before = set(TOOLS.names())
         load_python_file(path)
         return sorted(set(TOOLS.names()) - before)
-    from ..config import load_config_file
 
     data = load_config_file(path)
     entries = data.get("tools", [data] if "function" in data else None)

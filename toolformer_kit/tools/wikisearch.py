@@ -36,12 +36,15 @@ import re
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional
 
+from tqdm import tqdm
+
 from ..calls import ToolCall, format_call
 from ..config import ConfigError
+from ..lm.embedded import cache_dir
 from .base import PAPER_DEFAULT, Tool
 
 log = logging.getLogger(__name__)
@@ -161,7 +164,7 @@ def _fingerprint(path: Path) -> dict:
 
 
 def _schema():
-    import tantivy
+    import tantivy  # lazy: native index, search only
 
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("title", stored=True, tokenizer_name="en_stem")
@@ -170,8 +173,7 @@ def _schema():
 
 
 def _build(corpus: Path, folder: Path) -> int:
-    import tantivy
-    from tqdm import tqdm
+    import tantivy  # lazy: native index, search only
 
     index = tantivy.Index(_schema(), path=str(folder))
     writer = index.writer(heap_size=200_000_000, num_threads=1)
@@ -193,7 +195,6 @@ class BM25Index:
         self.corpus = Path(corpus or os.environ.get(CORPUS_ENV) or default_corpus()).expanduser()
         if not self.corpus.is_file():
             raise CorpusError(f"corpus file {self.corpus} does not exist; give a JSONL (title, text) or KILT file")
-        from ..models import cache_dir
 
         key = hashlib.sha256(str(self.corpus.resolve()).encode()).hexdigest()[:16]
         self.folder = cache_dir(cache) / "wikisearch" / key
@@ -228,7 +229,7 @@ class BM25Index:
     def index(self):
         with self._lock:
             if self._index is None:
-                import tantivy
+                import tantivy  # lazy: native index, search only
 
                 self._ensure()
                 self._index = tantivy.Index.open(str(self.folder))
@@ -334,7 +335,6 @@ def excluding_document(tool: Tool, text: str, title: str = "") -> Tool:
     """``tool`` (a WikiSearch) that never returns the document ``text`` itself; other tools as they are."""
     if not isinstance(tool.fn, WikiSearcher):
         return tool
-    from dataclasses import replace
 
     fn = tool.fn.excluding(text, title)
     return replace(tool, fn=fn, version=f"{tool.version}|not:{fn.skip.key()}")

@@ -28,10 +28,10 @@ def curves(log_history: Sequence[dict]) -> tuple[list[tuple[int, float]], list[t
 def plot_curves(train: Sequence[tuple[int, float]], dev: Sequence[tuple[int, float]], path: str | Path,
                 title: str = "") -> Path:
     """Training loss (left axis) and dev perplexity (right axis) against the optimiser step."""
-    import matplotlib
+    import matplotlib  # lazy: heavy, plots only
 
     matplotlib.use("Agg")  # files only; never open a window
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: heavy, plots only
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
     if train:

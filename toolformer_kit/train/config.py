@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..config import ConfigError
+from ..lm.base import resolve_dtype
 
 
 def _h(text: str, **extra) -> dict:
@@ -104,7 +105,6 @@ class TrainConfig:
         >>> TrainConfig(dtype="auto").resolved_bf16(False, bf16_cpu=True), TrainConfig(dtype="fp32").resolved_bf16(True)
         (True, False)
         """
-        from ..lm import resolve_dtype
 
         if self.bf16 is not None:
             return bool(self.bf16)

@@ -12,6 +12,8 @@ import logging
 from pathlib import Path
 from typing import Sequence
 
+from ..lm.embedded import resolve_model
+
 log = logging.getLogger(__name__)
 
 ADAPTER_DIR = "adapter"
@@ -22,7 +24,7 @@ def default_targets(model) -> list[str]:
 
     PEFT's ``"all-linear"`` does much the same; naming the layers keeps the model card explicit.
     """
-    import torch
+    import torch  # lazy: heavy
 
     names = set()
     head = model.get_output_embeddings()
@@ -34,7 +36,7 @@ def default_targets(model) -> list[str]:
 
 def wrap(model, r: int, alpha: int, dropout: float, targets: Sequence[str] = ()):
     """The model with LoRA adapters attached; only the adapters require gradients."""
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, get_peft_model  # lazy: heavy, training only
 
     targets = list(targets) or default_targets(model)
     config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=targets,
@@ -59,10 +61,8 @@ def merge_adapter_folder(adapter_dir: str | Path, out_dir: str | Path, base_mode
 
     The base model is read from the adapter's own config unless ``base_model`` is given.
     """
-    from peft import PeftConfig, PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from ..models import resolve_model
+    from peft import PeftConfig, PeftModel  # lazy: heavy, training only
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
 
     adapter_dir, out_dir = Path(adapter_dir), Path(out_dir)
     if not (adapter_dir / "adapter_config.json").is_file():

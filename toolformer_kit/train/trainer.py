@@ -28,9 +28,13 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import TrainerCallback
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import get_last_checkpoint
 
 from ..config import ConfigError, to_dict
+from ..files import write_atomic
+from ..lm.embedded import resolve_model
 from . import card, data, lora, metrics
 from .config import TrainConfig
 
@@ -143,8 +147,6 @@ def _device(cfg: TrainConfig) -> str:
 
 def _checkpointing(enabled: bool) -> dict:
     """Only name the option when used: transformers renamed it (gradient_ → activation_) in v5."""
-    from transformers import TrainingArguments
-
     if not enabled:
         return {}
     name = "activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__ \
@@ -154,8 +156,6 @@ def _checkpointing(enabled: bool) -> dict:
 
 def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, has_dev: bool, resuming: bool):
     """The TrainingArguments for a run (made before the model, as DeepSpeed ZeRO-3 requires)."""
-    from transformers import TrainingArguments
-
     on_cpu = _device(cfg) == "cpu"
     eval_steps = min(cfg.eval_steps, cfg.max_steps)
     return TrainingArguments(
@@ -175,8 +175,6 @@ def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, ha
 
 def load_model(cfg: TrainConfig, path: str):
     """The model in fp32 (master weights; bf16 comes from autocast), LoRA attached if asked."""
-    from transformers import AutoModelForCausalLM
-
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.config.use_cache = False  # no KV cache while training; it only costs memory
     if cfg.lora:
@@ -227,8 +225,6 @@ def _check_out(out: Path) -> None:
 
 
 def _last_checkpoint(out: Path, resume: bool) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
     folder = out / CHECKPOINTS
     found = get_last_checkpoint(str(folder)) if resume and folder.is_dir() else None
     if found:
@@ -258,9 +254,6 @@ def _save_final(trainer, tokenizer, out: Path, is_lora: bool) -> None:
 
 
 def _make_trainer(args, model, tokenizer, prepared: dict):
-    from transformers import Trainer
-    from transformers.trainer_callback import ProgressCallback
-
     has_dev = len(prepared["dev"]) > 0
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     trainer = Trainer(
@@ -285,9 +278,6 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
     bf16 = cfg.resolved_bf16(on_gpu=_device(cfg) != "cpu")
     resume_from = _last_checkpoint(out, cfg.resume)
-    from transformers import AutoTokenizer
-
-    from ..models import resolve_model
 
     base_path = resolve_model(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
@@ -320,7 +310,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     summary["log_history"] = trainer.state.log_history
     if not cfg.keep_checkpoints:
         shutil.rmtree(out / CHECKPOINTS, ignore_errors=True)
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+    write_atomic(out / SUMMARY, json.dumps(summary, indent=2, default=str))  # the "trained" marker: whole or absent
     return summary
 
 

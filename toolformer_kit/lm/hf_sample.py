@@ -7,7 +7,7 @@ of a shard; most samples stop after a few tokens while a few run to the token bu
 that only retires rows shrinks to those few slow rows. Here a finished row's slot is refilled at once with
 the next (prefix, j) row, and the batch stays full until the work runs out.
 
-* **Heads.** Each prefix ("head") runs once into a head slot (:mod:`toolformer_kit.hf_slots`);
+* **Heads.** Each prefix ("head") runs once into a head slot (:mod:`toolformer_kit.lm.hf_slots`);
   its n sample rows attend it there and own only their sampled tokens' K/V, so admitting a row
   copies nothing. Heads are taken longest first among those sharing a prefix, and a head that
   differs from the last fully run head (its "base") only in its last few tokens copies the base's
@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import torch
 
 from .hf_slots import ATTENTION, HEADS, ROWS, Groups, SlotCache, Target, activate, kv_bytes_per_column, text_config
-from .lm import Sample, SamplingConfig, cut_at_stop
+from .base import Sample, SamplingConfig, cut_at_stop
 
 # A head runs at most this many tokens on top of its base's columns; a longer tail makes it a base.
 MAX_TAIL = 8
@@ -143,7 +143,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class ContinuousSampler:
     """n samples of each head after a shared prompt, up to ``rows`` of them decoded together.
 
-    ``lm`` is the :class:`~toolformer_kit.hf_lm.HFLanguageModel` (model, tokenizer, prompt cache,
+    ``lm`` is the :class:`~toolformer_kit.lm.hf.HFLanguageModel` (model, tokenizer, prompt cache,
     per-row generators). Head slots are as many as rows need, within ``kv_budget`` bytes.
     """
 
@@ -379,7 +379,7 @@ class ContinuousSampler:
         self.cache.target = Target(target.store, target.slots.to(dev), target.cols.to(dev), target.width,
                                    target.leading, _to(target.groups, dev))
         out = self.lm.model(input_ids=ids.to(dev), position_ids=pos.to(dev), attention_mask=masks,
-                            use_cache=True, logits_to_keep=1, **{self.lm._cache_kw: self.cache})
+                            use_cache=True, logits_to_keep=1, **{self.lm.cache_kw: self.cache})
         self.cache.target = None
         return out.logits[:, -1].float().cpu()
 

@@ -19,13 +19,15 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .registry import Registry
+from ..files import write_atomic
+from ..registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -214,14 +216,12 @@ def _write_manifest(folder: Path, extra: dict) -> None:
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.name != MANIFEST:
             files[str(path.relative_to(folder))] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({"files": files, **extra}, indent=2))
-    os.replace(tmp, folder / MANIFEST)
+    write_atomic(folder / MANIFEST, json.dumps({"files": files, **extra}, indent=2))
 
 
 def convert_gguf(gguf_dir: Path, gguf_name: str, out: Path) -> None:
     """Dequantise a GGUF into an fp32 safetensors folder with its tokenizer."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
 
     tok = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
     model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name)
@@ -238,7 +238,7 @@ def _pull_lock(target: Path):
     """Hold an exclusive lock per model folder: two processes pulling the same model at once (a
     test run beside a pipeline) would otherwise both convert it and the second rename would fail
     on the folder the first one just put in place."""
-    import fcntl
+    import fcntl  # lazy: POSIX only
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f".{target.name}.lock", "w") as fh:
@@ -316,7 +316,7 @@ def resolve_model(name_or_path: str, cache: str | os.PathLike | None = None, aut
 
 def _hub_cached(repo_id: str) -> bool:
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: hub lookups only
 
         return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
     except Exception:  # a malformed id or an old huggingface_hub: let the check below decide
@@ -326,7 +326,6 @@ def _hub_cached(repo_id: str) -> bool:
 def _check_hub_reachable(repo_id: str, host: str = "huggingface.co", timeout: float = 3.0) -> None:
     """Fail at once for a hub id that is neither cached nor downloadable: offline, transformers
     used to retry for ~50 s and then end in a traceback."""
-    import socket
 
     if _hub_cached(repo_id):
         return

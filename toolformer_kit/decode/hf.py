@@ -19,7 +19,7 @@ This is how a Toolformer model is used (the paper's §4): decode as usual, but
 Prompts are decoded in batches, left-padded, each row with its own call state and queue of
 forced tokens (nanochat's engine works the same way); every row feeds exactly one token per
 step, so rows waiting on a tool and rows writing text share one forward pass. What happens to
-malformed calls is documented in :mod:`toolformer_kit.decode_state`.
+malformed calls is documented in :mod:`toolformer_kit.decode.state`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from typing import Mapping, Optional, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from .calls import ToolCall
-from .decode_config import CallRecord, DecodeConfig, DecodeResult
-from .decode_state import RowRules, RowState, name_tokens, opens_call
+from ..calls import ToolCall
+from ..tools import tool_names
+from ..tools.engine import ToolEngine
+from .config import CallRecord, DecodeConfig, DecodeResult
+from .state import RowRules, RowState, name_tokens, opens_call
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,8 @@ class ToolAwareDecoder:
         self.tool_names = frozenset(self.tools) if self.tools is not None else _engine_tool_names(self.engine)
         self.use_cache = use_cache
         self.batch_size = max(1, batch_size)
-        self.pad_id = getattr(lm, "pad_id", 0)
-        self.eos_ids = frozenset(getattr(lm, "eos_ids", ()) or ())
+        self.pad_id = lm.pad_id
+        self.eos_ids = frozenset(lm.eos_ids or ())
         if not lm.call_open_ids:
             raise ValueError("the tokenizer encodes the call-open text ' [' as no tokens; it cannot open calls")
         self._counters: Counter = Counter()
@@ -134,7 +136,7 @@ class ToolAwareDecoder:
         ids = list(self.lm.bos_ids) + self.lm.encode(prompt)
         if not ids:
             raise ValueError("empty prompt: this model has no BOS token to start from; give some text")
-        limit = getattr(self.lm, "max_length", None)
+        limit = self.lm.max_length
         if limit and len(ids) + cfg.max_new_tokens > limit:
             raise ValueError(f"prompt of {len(ids)} tokens plus max_new_tokens={cfg.max_new_tokens} exceeds the "
                              f"model's context of {limit}; shorten the prompt or lower max_new_tokens")
@@ -252,13 +254,13 @@ class ToolAwareDecoder:
 
     # ------------------------------------------------------------------ model I/O
     def _new_cache(self):
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # lazy: heavy
 
         return DynamicCache()
 
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, past) -> torch.Tensor:
         out = self.lm.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=past is not None,
-                            logits_to_keep=1, **{self.lm._cache_kw: past})
+                            logits_to_keep=1, **{self.lm.cache_kw: past})
         return out.logits[:, -1].float()
 
     def _reencode(self, rows: list[RowState]) -> torch.Tensor:
@@ -282,13 +284,9 @@ def _engine_tool_names(engine) -> frozenset:
     """The tools an engine can run: the ones it was built with, else every registered tool."""
     tools = getattr(engine, "tools", None)
     if tools is None:
-        from .tools import tool_names
-
         return frozenset(tool_names())
     return frozenset(tools) if isinstance(tools, Mapping) else frozenset(t.name for t in tools)
 
 
 def _make_engine(tools: Optional[Mapping]):
-    from .tools.engine import ToolEngine
-
     return ToolEngine(tools)

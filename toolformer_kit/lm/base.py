@@ -23,12 +23,16 @@ the exact value would keep; a warning is logged once.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Optional, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
-from .registry import Registry
+from ..config import ConfigError
+from ..registry import Registry
+
+log = logging.getLogger(__name__)
 
 TextOrIds = Union[str, Sequence[int]]
 
@@ -97,15 +101,115 @@ class LanguageModel(Protocol):
         """log p(c_t | prefix, c_<t) for every token of each continuation."""
 
 
+
+@dataclass(frozen=True)
+class SegmentRequest:
+    """One row's next stretch of model-written tokens (:meth:`SegmentLM.generate_segments`). ``ban``
+    gets probability (almost) 0 at every step; ``watch``'s rank is reported at every step, looked
+    for among the top ``k``."""
+
+    prompt_ids: list[int]
+    max_tokens: int
+    temperature: float = 0.0
+    seed: Optional[int] = None
+    watch: Optional[int] = None
+    k: int = 0
+    ban: Optional[int] = None
+    stop: tuple[str, ...] = ()
+    stop_ids: tuple[int, ...] = ()
+    allow: tuple[int, ...] = ()  # when set, only these tokens may be written (one step: a tool name)
+
+
+@dataclass
+class Segment:
+    """What the engine wrote. ``ranks[t]`` counts the tokens scoring strictly above the watched
+    token at step t (HF's rule for ties); None where it was not among the top ``k``."""
+
+    token_ids: list[int]
+    ranks: list[Optional[int]]
+
+
+@runtime_checkable
+class DecodingLM(Protocol):
+    """What tool-aware decoding (:mod:`toolformer_kit.decode`) needs of any backend: its tokenizer
+    (``len`` and ``batch_decode``, for the tool-name mask), the ids it starts, opens calls, pads
+    and stops with, and its context length (None = unbounded)."""
+
+    tokenizer: Any
+    bos_ids: list[int]
+    call_open_ids: list[int]
+    pad_id: int
+    eos_ids: set[int]
+    max_length: Optional[int]
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+
+@runtime_checkable
+class StepLM(DecodingLM, Protocol):
+    """A backend the decoder steps itself, one forward pass per token (transformers): the causal
+    ``model`` on ``device``, called with its KV cache under the keyword ``cache_kw``."""
+
+    model: Any
+    device: Any
+    cache_kw: str
+
+
+@runtime_checkable
+class SegmentLM(DecodingLM, Protocol):
+    """A backend that schedules its own batches (vLLM): the decoder asks for whole segments."""
+
+    def generate_segments(self, requests: Sequence[SegmentRequest]) -> list[Segment]: ...
+
+
+class TokenizerSide:
+    """The tokenizer half both backends share: a transformers tokenizer in ``self.tokenizer`` gives
+    the ids of :class:`DecodingLM` and the text/ids conversions of :class:`LanguageModel`."""
+
+    tokenizer: Any
+
+    def _init_tokens(self, tokenizer, generation_eos) -> None:
+        self.tokenizer = tokenizer
+        self.bos_ids = leading_special_ids(tokenizer)
+        self.call_open_ids = self.encode(CALL_OPEN_TEXT)
+        if len(self.call_open_ids) != 1:
+            log.warning("%r is %d tokens for this tokenizer; call-start probabilities use the first "
+                        "token only (an upper bound)", CALL_OPEN_TEXT, len(self.call_open_ids))
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
+            tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0)
+        self.eos_ids = stop_ids(generation_eos, tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
+    def _ids(self, x: TextOrIds) -> list[int]:
+        return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        return encode_with_offsets(self.tokenizer, text)
+
 BACKENDS: Registry = Registry("LM backend")
-BACKENDS.add("hf", "toolformer_kit.hf_lm:HFLanguageModel")
-BACKENDS.add("vllm", "toolformer_kit.vllm_lm:VLLMLanguageModel")
+BACKENDS.add("hf", "toolformer_kit.lm.hf:HFLanguageModel")
+BACKENDS.add("vllm", "toolformer_kit.lm.vllm:VLLMLanguageModel")
 
 
 def load_lm(model: str, backend: str = "hf", **kwargs) -> LanguageModel:
     """Load ``model`` (embedded name, folder or hub id) with the named backend."""
     return BACKENDS.get(backend).load(model, **kwargs)
 
+
+
+def set_threads(threads: int | None) -> None:
+    """Torch's CPU threads, when asked for (None leaves torch's choice)."""
+    if threads:
+        import torch  # lazy: this module is imported by light code (the CLI, configs)
+
+        torch.set_num_threads(threads)
 
 DTYPE_NAMES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16"}
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -128,7 +232,7 @@ def native_bf16() -> bool:
             flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
         return cpu_has_bf16(set(flags))
     except OSError:
-        import torch
+        import torch  # lazy: heavy
 
         probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
         return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
@@ -152,8 +256,6 @@ def resolve_dtype(name: str | None, device: str = "cpu", bf16_cpu: bool | None =
     if key in DTYPE_NAMES:
         return DTYPE_NAMES[key]
     if key not in ("", "auto"):
-        from .config import ConfigError
-
         raise ConfigError(f"unknown dtype {name!r}: use --dtype auto, fp32 or bf16")
     on_gpu = str(device).startswith("cuda")
     if on_gpu or key == "":

@@ -1,4 +1,4 @@
-"""The transformers implementation of :class:`toolformer_kit.lm.LanguageModel`.
+"""The transformers implementation of :class:`toolformer_kit.lm.base.LanguageModel`.
 
 Design points (each measured or needed for exactness):
 
@@ -7,11 +7,11 @@ Design points (each measured or needed for exactness):
   position would dominate time and memory.
 * ``call_start_logprobs`` encodes the shared prompt once and reuses its KV cache for every text
   (a several-fold saving for a few-hundred-token demonstration prompt).
-* ``sample`` decodes with continuous batching (:mod:`toolformer_kit.hf_sample`): a finished row's
+* ``sample`` decodes with continuous batching (:mod:`toolformer_kit.lm.hf_sample`): a finished row's
   slot is refilled at once with the next (prefix, sample) row, since tokens/s grows with the rows
   decoded together (Qwen 0.5B's weights, one thread: 22 tokens/s at 16 rows, 42 at 128) and a
   batch that only shrinks ends up decoding its slowest rows alone. The shared prompt, each prefix and each row's own tokens have their K/V stored once
-  (:mod:`toolformer_kit.hf_slots`), and prefixes that share a start run it once. Every row draws
+  (:mod:`toolformer_kit.lm.hf_slots`), and prefixes that share a start run it once. Every row draws
   from its own generator seeded by (seed, prefix, sample index) with ``torch.multinomial``'s own
   draw, so the samples for a prefix do not depend on what else is in the batch.
 """
@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import logging
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
+from .base import PositionLogprobs, Sample, SamplingConfig, TextOrIds, TokenizerSide, resolve_dtype
+from .embedded import resolve_model
 from .hf_sample import ContinuousSampler
-from .lm import (CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig, TextOrIds, encode_with_offsets,
-                 leading_special_ids, resolve_dtype, stop_ids)
 
 log = logging.getLogger(__name__)
 
@@ -41,18 +42,16 @@ def _pick_device(device: str | None) -> torch.device:
 
 def _cache_kwarg(module) -> str:
     """transformers renamed ``past_key_values`` to ``cache``; use whichever forward() takes."""
-    import inspect
 
     return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
 
 
-class HFLanguageModel:
+class HFLanguageModel(TokenizerSide):
     """A causal LM from transformers behind the three annotation primitives."""
 
     def __init__(self, model, tokenizer, name: str = "", batch_tokens: int = 4096, max_batch: int = 32,
                  head_chunk: int = 512, sample_rows: int = 128, kv_budget: int = 2 << 30):
         self.model = model.eval()
-        self.tokenizer = tokenizer
         self.name = name or getattr(model.config, "_name_or_path", "model")
         self.batch_tokens = batch_tokens
         self.max_batch = max_batch
@@ -61,17 +60,10 @@ class HFLanguageModel:
         self.kv_budget = kv_budget  # bytes for the sampler's KV slots; fewer rows if they need more
         self.sample_stats: dict = {}
         self.device = next(model.parameters()).device
-        self.bos_ids = leading_special_ids(tokenizer)
-        self.call_open_ids = self.encode(CALL_OPEN_TEXT)
-        if len(self.call_open_ids) != 1:
-            log.warning("%r is %d tokens for this tokenizer; call-start probabilities use the first "
-                        "token only (an upper bound)", CALL_OPEN_TEXT, len(self.call_open_ids))
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (
-            tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0)
         config = model.generation_config
-        self.eos_ids = stop_ids(config.eos_token_id if config else None, tokenizer)
+        self._init_tokens(tokenizer, config.eos_token_id if config else None)
         self.max_length = int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30)
-        self._cache_kw = _cache_kwarg(self._body())
+        self.cache_kw = _cache_kwarg(self._body())
         self._head_is_exact = self._check_head()
         self._prompt_states: dict = {}
 
@@ -80,9 +72,7 @@ class HFLanguageModel:
     def load(cls, model: str, device: str | None = None, dtype: str | None = None,
              cache: str | None = None, **kwargs) -> "HFLanguageModel":
         """Load an embedded model name, a local folder or a hub id."""
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from .models import resolve_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
 
         path = resolve_model(model, cache)
         dev = _pick_device(device)
@@ -97,19 +87,6 @@ class HFLanguageModel:
                 "or a local Hugging Face folder."
             ) from None
         return cls(lm.to(dev), tok, name=model, **kwargs)
-
-    # ---------------------------------------------------------------- tokens
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
-
-    def _ids(self, x: TextOrIds) -> list[int]:
-        return self.encode(x) if isinstance(x, str) else [int(i) for i in x]
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
-        return encode_with_offsets(self.tokenizer, text)
 
     # ---------------------------------------------------------------- forward helpers
     def _body(self):
@@ -146,7 +123,7 @@ class HFLanguageModel:
             mask[r, past_len: past_len + len(seq)] = 1
         pos = torch.arange(past_len, past_len + width).unsqueeze(0).expand(len(batch), -1)
         kwargs = dict(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                      position_ids=pos.to(self.device), use_cache=past is not None, **{self._cache_kw: past})
+                      position_ids=pos.to(self.device), use_cache=past is not None, **{self.cache_kw: past})
         if self._head_is_exact:
             return self._body()(**kwargs).last_hidden_state
         return self.model(**kwargs, output_hidden_states=True).hidden_states[-1]
@@ -185,7 +162,7 @@ class HFLanguageModel:
     def call_start_logprobs(self, prompt: TextOrIds, texts: Sequence[str],
                             contexts: Sequence[TextOrIds] | None = None,
                             reuse_prompt_cache: bool = True) -> list[PositionLogprobs]:
-        """See :class:`~toolformer_kit.lm.LanguageModel`; ``contexts[j]`` sits between the shared
+        """See :class:`~toolformer_kit.lm.base.LanguageModel`; ``contexts[j]`` sits between the shared
         prompt and text j (e.g. ``"Input: x\nOutput:"``) and is not scored."""
         prompt_ids = self.bos_ids + self._ids(prompt)
         if not prompt_ids:
@@ -235,11 +212,11 @@ class HFLanguageModel:
 
     @torch.no_grad()
     def _run_prompt(self, prompt_ids: list[int]):
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # lazy: heavy
 
         past = DynamicCache()
         ids = torch.tensor([prompt_ids], device=self.device)
-        kw = {self._cache_kw: past}
+        kw = {self.cache_kw: past}
         out = self._body()(input_ids=ids, use_cache=True, **kw) if self._head_is_exact \
             else self.model(input_ids=ids, use_cache=True, output_hidden_states=True, **kw)
         hidden = out.last_hidden_state if self._head_is_exact else out.hidden_states[-1]
@@ -282,7 +259,7 @@ class HFLanguageModel:
     def sample(self, prefixes: Sequence[TextOrIds], n: int, stop: str = "]",
                config: SamplingConfig | None = None, *, shared_prefix: TextOrIds = (),
                stop_when: Callable[[str], bool] | None = None) -> list[list[Sample]]:
-        """See :class:`~toolformer_kit.lm.LanguageModel`. Two additions for annotation:
+        """See :class:`~toolformer_kit.lm.base.LanguageModel`. Two additions for annotation:
         ``shared_prefix`` comes before every prefix and is run once (its KV cache is memoised and
         reused), and ``stop_when(text)`` ends a sample early (marked closed) once it holds.
 

@@ -45,8 +45,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from .calls import ARROW, CALL_CLOSE, ToolCall, parse_sampled
-from .decode_config import CallRecord
+from ..calls import ARROW, CALL_CLOSE, ToolCall, parse_sampled
+from .config import CallRecord
 
 
 def opens_call(call_open_rank: int, k: int) -> bool:

@@ -1,94 +1,21 @@
 """The end-to-end report: one self-contained HTML file and a markdown copy of the same content.
 
-The report is assembled as a list of blocks (heading, paragraph, table, image) and rendered twice,
-so the two files cannot drift apart. HTML escapes every piece of text (corpus text included) and
-inlines the PNG plots as data URIs, so the file can be mailed or archived on its own.
+The report is a list of :class:`~toolformer_kit.blocks.Block` (heading, paragraph, table, image),
+rendered by :func:`~toolformer_kit.blocks.write`; this module decides what goes in it.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .annotate import records as R
-
-
-@dataclass
-class Block:
-    kind: str  # "h1", "h2", "p", "table", "img", "code"
-    text: str = ""
-    header: Sequence[str] = ()
-    rows: Sequence[Sequence[object]] = ()
-    path: str = ""
-
-
-def to_markdown(blocks: Sequence[Block]) -> str:
-    """
-    >>> print(to_markdown([Block("h2", "A"), Block("table", header=("x", "y"), rows=[(1, "a|b")])]), end="")
-    ## A
-    <BLANKLINE>
-    | x | y |
-    |---|---|
-    | 1 | a\\|b |
-    """
-    out = []
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            out.append("#" * int(b.kind[1]) + " " + b.text + "\n")
-        elif b.kind == "p":
-            out.append(b.text + "\n")
-        elif b.kind == "code":
-            out.append("```\n" + b.text + "\n```\n")
-        elif b.kind == "img":
-            out.append(f"![{b.text}]({b.path})\n")
-        elif b.kind == "table":
-            cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-            lines = ["| " + " | ".join(map(cell, b.header)) + " |", "|" + "---|" * len(b.header)]
-            lines += ["| " + " | ".join(map(cell, r)) + " |" for r in b.rows]
-            out.append("\n".join(lines) + "\n")
-    return "\n".join(out)
-
-
-CSS = ("body{font:15px/1.5 system-ui,sans-serif;max-width:72em;margin:2em auto;padding:0 1em;color:#1d1d1f}"
-       "table{border-collapse:collapse;margin:.6em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;"
-       "vertical-align:top}th{background:#f3f4f6}img{max-width:100%;border:1px solid #eee}"
-       "pre{background:#f6f8fa;padding:.8em;overflow:auto}")
-
-
-def to_html(blocks: Sequence[Block], title: str) -> str:
-    esc = html.escape
-    out = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
-           f"<style>{CSS}</style></head><body>"]
-    for b in blocks:
-        if b.kind in ("h1", "h2", "h3"):
-            out.append(f"<{b.kind}>{esc(b.text)}</{b.kind}>")
-        elif b.kind == "p":
-            out.append(f"<p>{esc(b.text)}</p>")
-        elif b.kind == "code":
-            out.append(f"<pre>{esc(b.text)}</pre>")
-        elif b.kind == "img":
-            data = base64.b64encode(Path(b.path).read_bytes()).decode()
-            out.append(f"<p><img alt='{esc(b.text)}' src='data:image/png;base64,{data}'></p>")
-        elif b.kind == "table":
-            head = "".join(f"<th>{esc(str(h))}</th>" for h in b.header)
-            rows = "".join("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in r) + "</tr>" for r in b.rows)
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    out.append("</body></html>")
-    return "\n".join(out)
-
-
-def md_table(text: str) -> Block:
-    """Parse a simple pipe table (as written by the eval report) back into a table block."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip().startswith("|")]
-    split = lambda ln: [c.strip() for c in ln.strip("|").split(" | ")]  # noqa: E731
-    return Block("table", header=split(lines[0]), rows=[split(ln) for ln in lines[2:]]) if lines else Block("p")
-
-
-PAPER_MODEL_NOTE = "the paper samples, scores and fine-tunes with one model M (§2)"
+from ..annotate import records as R
+from ..annotate.config import PAPER_MODEL_NOTE
+from ..annotate.summary import kept_at, kept_table_of
+from ..blocks import Block, md_table
+from ..eval.report import breakdown_table, comparison_table
+from ..eval.tasks import get_task
 
 
 def deviations(settings: dict) -> list[str]:
@@ -134,8 +61,6 @@ def exercised(task_name: str) -> str:
     ('Calculator', 'MT', '')
     """
     try:
-        from .eval.tasks import get_task
-
         own = getattr(get_task(task_name), "exercises", "")
     except KeyError:
         own = ""
@@ -169,11 +94,11 @@ def annotation_blocks(folder: Path, taus: Sequence[float] = (0.5, 1.0, 2.0), exa
                          "in C* with at least one kept call.")]
     header = ["tool", "sampled", "scored"] + [f"kept at τf={t}" for t in taus]
     rows = []
+    table = kept_table_of(summary)
     for tool, counts in summary["tools"].items():
-        kept = summary["kept_by_tau_f"].get(tool, {})
+        kept = table.get(tool, {})
         rows.append([tool, counts.get("samples", counts.get("sampled", "")), kept.get("scored", 0)] +
-                    [f"{kept.get(f'tau_f={t}', {}).get('calls', 0)} calls / {kept.get(f'tau_f={t}', {}).get('texts', 0)} texts"
-                     for t in taus])
+                    [f"{kept_at(kept, t)['calls']} calls / {kept_at(kept, t)['texts']} texts" for t in taus])
     blocks.append(Block("table", header=header, rows=rows))
     cands = R.read_jsonl(folder / "candidates.jsonl")
     scored = sorted((c for c in cands if c.score is not None), key=lambda c: -c.score)
@@ -207,8 +132,6 @@ def training_blocks(runs: dict[str, Path]) -> list[Block]:
 
 
 def eval_blocks(folder: Path) -> list[Block]:
-    from .eval.report import breakdown_table, comparison_table
-
     summaries = json.loads((folder / "summary.json").read_text("utf-8"))
     blocks = [Block("h2", "Evaluation"),
               Block("p", "Accuracy in % with bootstrap 95% intervals. AC: examples with a call; NC: without."),
@@ -222,21 +145,3 @@ def eval_blocks(folder: Path) -> list[Block]:
 
 def _fmt(v, digits: int = 2) -> str:
     return "" if v is None or v == "" else f"{float(v):.{digits}f}"
-
-
-def write(out: Path, blocks: Sequence[Block], title: str = "Toolformer run report") -> tuple[Path, Path]:
-    """Write report.md (plots copied beside it) and a self-contained report.html."""
-    import shutil
-
-    out.mkdir(parents=True, exist_ok=True)
-    local = []
-    for i, b in enumerate(blocks):
-        if b.kind == "img":
-            name = f"{i:02d}-{Path(b.path).name}"
-            shutil.copyfile(b.path, out / name)
-            b = Block("img", b.text, path=name)
-        local.append(b)
-    md, page = out / "report.md", out / "report.html"
-    md.write_text(to_markdown([Block("h1", title), *local]), encoding="utf-8")
-    page.write_text(to_html([Block("h1", title), *blocks], title), encoding="utf-8")
-    return md, page

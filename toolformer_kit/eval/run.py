@@ -1,0 +1,62 @@
+"""One evaluation run as a library call: :func:`run_eval` does what ``toolformer eval`` does,
+minus the printing, so the pipeline and the experiment recipes call it with an
+:class:`~.config.EvalConfig` instead of building a command line."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..config import ConfigError
+from ..lm.base import BACKENDS, load_lm, set_threads
+from .config import EvalConfig, load_tools, parse_model, resolve_data_dir
+from .harness import Setting, decoder_generate, evaluate
+from .perplexity import run_perplexity
+from .report import write_report
+from .tasks import get_task, subset
+from .tasks.text import load_corpus
+
+log = logging.getLogger(__name__)
+
+
+def settings_for(cfg: EvalConfig) -> list[Setting]:
+    names = list(cfg.settings) + (["k1", "k3", "k10"] if cfg.k_sweep else [])
+    try:
+        settings = [Setting.parse(n, cfg.k) for n in names]
+    except ValueError as exc:
+        raise ConfigError(f"--settings: {exc}") from None
+    return list({s.name: s for s in settings}.values())
+
+
+def run_eval(cfg: EvalConfig) -> list[dict]:
+    """Evaluate every model of ``cfg`` and write the report; returns the summaries. Every input
+    is checked (models given, backend, tasks, data folder, tools) before a model loads."""
+    if not cfg.model and not cfg.baselines:
+        raise ConfigError("nothing to evaluate: pass --model MODEL (and/or --baselines LABEL=MODEL,...)")
+    BACKENDS.get(cfg.backend)  # an unknown backend fails before any work
+    tasks = [get_task(t) for t in cfg.tasks]
+    data_dir = resolve_data_dir(cfg)
+    runs = [(*parse_model(m), settings_for(cfg)) for m in cfg.model]
+    runs += [(*parse_model(m), [Setting.parse("disabled")]) for m in cfg.baselines]
+    needs_tools = any(not s.disabled for _, _, settings in runs for s in settings)
+    tools = load_tools(cfg.tools) if needs_tools else {}
+    for label, model, settings in runs:
+        evaluate_model(cfg, label, model, settings, tasks, data_dir, tools)
+    return write_report(cfg.out, cfg.bootstrap, cfg.seed, plots=cfg.plots)
+
+
+def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, data_dir: Path, tools: dict) -> None:
+    """Load one model and run its generation tasks and perplexity texts."""
+    log.info("evaluating %s (%s) under %s", label, model, ", ".join(s.name for s in settings))
+    set_threads(cfg.threads)
+    lm = load_lm(model, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype)
+    # Recorded only off the default, so folders written before the flag existed still resume.
+    info = {"model": model} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
+        | ({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})
+    evaluate(label, decoder_generate(lm, cfg.batch_size), tasks, settings, data_dir, cfg.out, tools=tools,
+             limit=cfg.limit, batch_size=cfg.batch_size, seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
+    texts = [(t.name, subset(t.load(data_dir), cfg.limit)) for t in tasks if t.kind == "perplexity"]
+    if cfg.heldout:
+        texts.append(("heldout", subset(load_corpus(cfg.heldout), cfg.limit)))
+    for name, docs in texts:
+        run_perplexity(lm, label, name, docs, cfg.out, cfg.ppl_window, cfg.ppl_stride, cfg.bootstrap, cfg.seed)
