@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import types
 from pathlib import Path
 
 import numpy as np
 
 from toolformer_kit.calls import strip_calls
 from toolformer_kit.eval.tasks import get_task
+from toolformer_kit.eval.tasks.base import Example
 
 
 def rescored(path: Path) -> dict[str, tuple[bool, bool]]:
@@ -26,7 +26,7 @@ def rescored(path: Path) -> dict[str, tuple[bool, bool]]:
     out = {}
     for r in rows:
         task = get_task(r["task"])
-        example = types.SimpleNamespace(answers=r["answers"], meta=r.get("meta", {}), id=r["id"])
+        example = Example(r["id"], r.get("prompt", ""), tuple(r["answers"]), r.get("meta", {}))
         out[f'{r["task"]}/{r["id"]}'] = (bool(r["correct"]), bool(task.score(strip_calls(r["output"]).strip(), example)))
     return out
 
