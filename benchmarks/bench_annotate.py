@@ -244,6 +244,68 @@ def dtype_table(args, docs, tool) -> dict:
     return {"rows": rows, "scorer_agreement_vs_" + dtypes[0]: agree}
 
 
+def pipeline_annotate_config(tool: str, dtype: str = "auto"):
+    """The annotation settings ``toolformer pipeline`` runs with by default, for one tool."""
+    from toolformer_kit.annotate.config import AnnotateConfig
+    from toolformer_kit.pipeline.config import PipelineConfig
+
+    p = PipelineConfig()
+    return AnnotateConfig(model=p.model, sampler_model=p.sampler_model, tools=[tool], corpus="default",
+                          default_docs=p.docs_per_source, window_tokens=p.window_tokens, seed=p.seed, dtype=dtype)
+
+
+def before_after_table(args, tool, roofs: dict) -> dict:
+    """Annotation at the pipeline's defaults, before this issue's work (fp32 models, the sampler it
+    replaced: ``legacy_sample``) and after it (``--dtype auto`` models, the continuous-batching
+    sampler), on the same windows, alternating window by window so load hits both alike.
+
+    Gives each side's per-stage table (tokens/s, share of both rooflines), documents/hour/tool and
+    the ratio; then the after-scorer's |ΔL| and decision flips on the before-side's candidates.
+    """
+    from collections import Counter
+    from functools import partial
+
+    from legacy_sample import legacy_sample
+    from toolformer_kit.annotate.corpus import ReadReport
+    from toolformer_kit.annotate.runner import Runner
+    from toolformer_kit.annotate.stages import ShardAnnotator, ShardStats, eligible
+    from toolformer_kit.lm.base import load_lm, resolve_dtype
+
+    after = resolve_dtype(args.after_dtype, "cpu")
+    cfg = pipeline_annotate_config(tool.name)
+    sides = {"before": "fp32", "after": args.after_dtype}
+    lms = {s: load_lm(cfg.model, device="cpu", dtype=d) for s, d in sides.items()}
+    samplers = {s: load_lm(cfg.sampler_model, device="cpu", dtype=d) for s, d in sides.items()}
+    samplers["before"].sample = partial(legacy_sample, samplers["before"])
+    annots = {s: ShardAnnotator(cfg, lms[s], [tool], samplers[s]) for s in sides}
+    windows, _ = Runner(cfg)._documents(lms["before"], ReadReport())
+    docs = [d for d, _ in eligible(tool, windows, cfg, ShardStats())][: args.docs]
+    stats = {s: ShardStats() for s in sides}
+    cands = {s: [] for s in sides}
+    wall = Counter()
+    for n, doc in enumerate(docs):
+        for s in (list(sides) if n % 2 == 0 else list(sides)[::-1]):
+            t0 = time.perf_counter()
+            found, st = annots[s].run([doc])
+            wall[s] += time.perf_counter() - t0
+            stats[s].seconds.update(st.seconds)
+            stats[s].tokens.update(st.tokens)
+            cands[s] += found
+            print(f"window {n + 1}/{len(docs)} {s}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    out = {"settings": {"model": cfg.model, "sampler": cfg.sampler_model, "tool": tool.name,
+                        "windows": len(docs), "before": "fp32, legacy sampler", "after": f"{after}, continuous"}}
+    for s in sides:
+        table = stage_table(args, lms[s], samplers[s], tool, docs, annots[s], cands[s], stats[s], roofs["fp32"])
+        out[s] = {"seconds": round(wall[s], 1), "docs_per_hour_per_tool": round(3600 * len(docs) / wall[s], 1),
+                  "candidates": len(cands[s]), "scored": sum(c.score is not None for c in cands[s]),
+                  "kept": sum(bool(c.kept) for c in cands[s]), "stages": _both_roofs(table, roofs)}
+    out["speedup"] = round(wall["before"] / wall["after"], 2)
+    out["stage_speedup"] = {k: round(stats["before"].seconds[k] / v, 2)
+                            for k, v in stats["after"].seconds.items() if v > 0}
+    out["scorer_agreement_after_vs_before"] = rescored_agreement(lms["after"], docs, cands["before"], args.margin)
+    return out
+
+
 def rescored_agreement(lm, docs, ref_cands, margin: float) -> dict:
     """Score ``ref_cands`` (already scored) again with ``lm``: |ΔL| quantiles over the three losses
     and kept/rejected flips at τf 0.5/1/2, counting those whose first score is > margin from τf."""
@@ -307,6 +369,10 @@ def main(argv=None) -> int:
     p.add_argument("--dtypes", default="", help="instead: annotate in each of these dtypes (e.g. fp32,bf16), "
                                                  "side by side, documents/hour/tool and scorer agreement")
     p.add_argument("--margin", type=float, default=0.15, help="--dtypes: a decision may flip within this of τf")
+    p.add_argument("--before-after", action="store_true", help="instead: the pipeline's default annotation of "
+                                                                 "--docs windows before this project's speed work "
+                                                                 "(fp32, old sampler) and after it, side by side")
+    p.add_argument("--after-dtype", default="auto", help="--before-after: the after side's --dtype")
     args = p.parse_args(argv)
 
     import torch
@@ -322,6 +388,9 @@ def main(argv=None) -> int:
     machine = {"torch_threads": torch.get_num_threads(), "fp32_matmul_gflops": round(roof, 1),
                "bf16_matmul_gflops": round(roofs["bf16"], 1), "hardware_bf16": native_bf16(),
                "load_average": os.getloadavg()}
+    if args.before_after:
+        report = {"machine": machine, "before_after": before_after_table(args, get_tool(args.tool), roofs)}
+        return _emit(report, args.json)
     if args.dtypes:
         tool = get_tool(args.tool)
         docs = SOURCES[_source(args.tool)](args.docs, random.Random(f"bench:{args.seed}"))

@@ -167,6 +167,27 @@ def test_a_missed_goal_names_the_funnel_step_that_loses_most(finished_run):
     assert res["verdict"].startswith("Goal not met") and "useful result (40 → 20)" in res["verdict"]
 
 
+def test_the_forced_arrow_setting_is_reported_beside_the_papers_decoding(finished_run):
+    from toolformer_kit.evidence.run import model_runs
+    from toolformer_kit.evidence.writer import write_results
+
+    cfg, run = finished_run
+    assert model_runs(cfg, run)[-1][2] == ["k10", "disabled"]  # off by default: the paper's decoding only
+    cfg.eval_force_arrow = True
+    assert model_runs(cfg, run)[-1][2] == ["k10", "disabled", "k10+arrow"]
+    res = json.loads((write_results(cfg, run, "x") / "results.json").read_text())
+    assert res["arrow_forced"] == {} and res["tools_setting"] == "k10"  # not evaluated yet: nothing claimed
+    _write_eval(run, "svamp", "toolformer", "k10+arrow", [i < 30 for i in range(40)], True)
+    folder = write_results(cfg, run, "x")
+    res = json.loads((folder / "results.json").read_text())
+    assert res["tools_setting"] == "k10" and round(res["headline"][0]["all"]["diff"], 2) == 0.45
+    arrow = res["arrow_forced"]
+    assert arrow["setting"] == "k10+arrow" and round(arrow["headline"][0]["all"]["diff"], 2) == 0.7
+    text = (folder / "report.md").read_text()
+    assert text.index("## Verdict") < text.index("'->' forced (k10+arrow") < text.index("## All four columns")
+    assert any("'->' forced" in d for d in res["deviations"])
+
+
 def test_headline_rows_skip_tasks_that_have_not_run(finished_run):
     cfg, run = finished_run
     rows = headline_rows(run / "eval", ["svamp", "asdiv"], "k10", 200)

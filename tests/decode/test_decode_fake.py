@@ -234,3 +234,33 @@ def test_bad_input_gets_one_clear_error():
         decoder.generate("just a string")
     with pytest.raises(ValueError, match="temperature"):
         DecodeConfig(temperature=-1)
+
+
+@pytest.mark.parametrize("written", ["Calculator(2 + 3) = 5]", "Calculator((1 + 1) + 3)]"])
+def test_force_arrow_runs_the_call_the_model_closed_with_something_else(written):
+    story = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call=written)
+    (plain,), _ = decode([story])
+    assert plain.calls[0].reason == "closed_without_arrow" and plain.calls[0].result is None
+    (res,), decoder = decode([story], force_arrow=True)
+    head = written[: written.rindex(")") + 1]  # the input as the model closed it
+    assert res.text == f" It costs [{head} -> 5] 5 dollars."
+    (call,) = res.calls
+    assert (call.ok, call.result) == (True, "5") and decoder.counters["calls_ok"] == 1
+    arrow = res.token_ids.index(257)  # the forced " ->" follows the model's own ")"
+    assert res.forced[arrow - 1: arrow + 1] == [True, True] and not res.forced[arrow - 2]
+
+
+def test_force_arrow_leaves_a_call_that_writes_its_own_arrow_alone():
+    story = Story(PROMPT, DOC, ranks={CALL_AT: 0})  # "Calculator(2 + 3) ->"
+    (a,), _ = decode([story])
+    (b,), _ = decode([story], force_arrow=True)
+    assert a.text == b.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."
+    assert a.calls == b.calls and sum(b.forced) > sum(a.forced)  # here " ->" is forced, not written
+
+
+def test_force_arrow_bans_tokens_that_close_the_input_mid_token():
+    from toolformer_kit.decode.state import closing_tokens
+
+    pieces = [")", ")]", ") =", "2", "))", "(", "x)", ")) ="]
+    assert closing_tokens(1, pieces) == [1, 2, 4, 7]  # ")" and "x)" end where the input closes
+    assert closing_tokens(2, pieces) == [7]  # ") =" stays inside; "))" ends as it closes

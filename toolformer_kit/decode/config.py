@@ -30,6 +30,9 @@ class DecodeConfig:
         "help": "a call with no '->' within this many tokens is closed with ']'"})
     allowed_tools: Optional[list[str]] = field(default=None, metadata={
         "help": "comma-separated tools calls may use (default: every tool the decoder has)"})
+    force_arrow: bool = field(default=False, metadata={
+        "help": "once a call's input is closed by ')', force ' ->' so the tool runs (constrains the call's "
+                "syntax only; the paper waits for the model to write '->')"})
     max_answer_tokens: Optional[int] = field(default=None, metadata={
         "help": "model-written tokens outside calls per prompt; a call and its result do not count "
                 "(default: only max_new_tokens limits)"})

@@ -38,7 +38,7 @@ from ..calls import ToolCall
 from ..tools import tool_names
 from ..tools.engine import ToolEngine
 from .config import CallRecord, DecodeConfig, DecodeResult
-from .state import RowRules, RowState, name_tokens, opens_call
+from .state import RowRules, RowState, closing_tokens, name_tokens, opens_call
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,7 @@ class ToolAwareDecoder:
             raise ValueError("the tokenizer encodes the call-open text ' [' as no tokens; it cannot open calls")
         self._counters: Counter = Counter()
         self._name_cache: dict[tuple, list[int]] = {}
+        self._close_cache: dict[int, list[int]] = {}
 
     @property
     def counters(self) -> dict:
@@ -151,7 +152,7 @@ class ToolAwareDecoder:
         return RowRules(encode=self.lm.encode, decode=self.lm.decode,
                         call_open_ids=tuple(self.lm.call_open_ids), eos_ids=self.eos_ids,
                         stop=tuple(s for s in cfg.stop if s), max_call_tokens=cfg.max_call_tokens,
-                        known=usable.__contains__, names=tuple(sorted(usable)))
+                        known=usable.__contains__, names=tuple(sorted(usable)), force_arrow=cfg.force_arrow)
 
     def _name_mask(self, row: RowState) -> Optional[list[int]]:
         """The tokens the row may write next while naming its call's tool; None = no mask."""
@@ -162,6 +163,15 @@ class ToolAwareDecoder:
         if key not in self._name_cache:
             self._name_cache[key] = name_tokens(prefix, row.rules.names, vocab_pieces(self.lm))
         return self._name_cache[key] or None  # nothing fits (cannot happen with a full vocabulary)
+
+    def _closing_ban(self, row: RowState) -> Optional[list[int]]:
+        """With ``force_arrow``: the tokens that would close the input mid-token; None = no ban."""
+        depth = row.input_depth() if row.rules.force_arrow else None
+        if depth is None:
+            return None
+        if depth not in self._close_cache:
+            self._close_cache[depth] = closing_tokens(depth, vocab_pieces(self.lm))
+        return self._close_cache[depth] or None
 
     @staticmethod
     def _spent(row: RowState, cfg: DecodeConfig) -> bool:
@@ -214,6 +224,9 @@ class ToolAwareDecoder:
                 keep = torch.full_like(logits[b], float("-inf"))
                 keep[allowed] = logits[b, allowed]
                 logits[b] = keep
+            banned = self._closing_ban(row)
+            if banned is not None:  # force_arrow: the input may only end on a token boundary
+                logits[b, banned] = float("-inf")
         drawn = self._draw(logits, gens, cfg, [not r.queue and not o for r, o in zip(rows, opens)])
         pending: list[tuple[RowState, ToolCall]] = []
         tokens = []

@@ -15,6 +15,13 @@ input's one call to an empty result the model never saw in training; the model's
 the tools it may use, as if the disabled one did not exist. Where no tool is allowed, " [" is
 never opened at all. (``unknown_tool`` and ``unparsable`` below are then only guards.)
 
+**The arrow can be forced** (``force_arrow``, off by default: the paper waits for the model to
+write "->"). Once a call's input is closed by its ``)``, the decoder queues `` ->`` as forced
+tokens, and a token that would close the input and go on writing in the same token (``)]``, ``) =``)
+gets probability 0 (:func:`closing_tokens`). Why: a small model fine-tuned on few calls opens them
+and writes a sensible input, then copies the corpus's ``= 528]`` where the call wants ``-> 528]``,
+so the tool never runs; the option constrains only the call's syntax, never its content.
+
 **The answer budget** (``max_answer_tokens``) counts the tokens the model writes outside calls
 (:attr:`RowState.answer_tokens`), so a long result (WikiSearch's ~50-100 tokens) never eats the
 answer's room; ``max_new_tokens`` stays the hard cap on everything.
@@ -88,6 +95,47 @@ def result_text(call_so_far: str, result: Optional[str]) -> str:
     return f"{space}{result or ''}{CALL_CLOSE}"
 
 
+def paren_depth(text: str) -> int:
+    """Open parentheses minus closed ones.
+
+    >>> paren_depth("Calculator((2 + 3) * 4"), paren_depth("(1))")
+    (1, -1)
+    """
+    return text.count("(") - text.count(")")
+
+
+def input_closed(body: str) -> bool:
+    """Whether a call's text ends with the ``)`` that closes its input.
+
+    >>> [input_closed(t) for t in ("Calculator(2 + 3)", "Calculator((2 + 3)", "Calculator((2) * 4)", "Calc")]
+    [True, False, True, False]
+    """
+    start = body.find("(")
+    return start >= 0 and body.endswith(")") and paren_depth(body[start:]) == 0
+
+
+def closing_tokens(depth: int, pieces: Sequence[str]) -> list[int]:
+    """The tokens (indices into ``pieces``) that, written at paren ``depth`` inside a call's input,
+    would close it and keep writing in the same token; with ``force_arrow`` they get probability 0,
+    so the input always ends on a token boundary where `` ->`` can be forced.
+
+    >>> closing_tokens(1, [")", ")]", "2", "))", " )", ") =", "(3)"])
+    [1, 3, 5]
+    >>> closing_tokens(2, ["))", ")))", ")"])
+    [1]
+    """
+    out = []
+    for t, piece in enumerate(pieces):
+        d = depth
+        for i, ch in enumerate(piece):
+            d += (ch == "(") - (ch == ")")
+            if d <= 0:
+                if i < len(piece) - 1:
+                    out.append(t)
+                break
+    return out
+
+
 @dataclass
 class CallCheck:
     """What the call text written so far means: keep writing (``action == ""``), ``run`` the
@@ -141,6 +189,7 @@ class RowRules:
     max_call_tokens: int
     known: Callable[[str], bool]
     names: tuple[str, ...] = ()  # the tools a call may name (the name mask's choices)
+    force_arrow: bool = False  # queue " ->" once the input's ")" is written
 
 
 @dataclass
@@ -181,6 +230,15 @@ class RowState:
 
     def call_body(self) -> str:
         return self.rules.decode(self.ids[self.call_start:])
+
+    def input_depth(self) -> Optional[int]:
+        """Paren depth (≥ 1) while the model writes a call's input, else None."""
+        if self.phase != "call" or self.queue:
+            return None
+        body = self.call_body()
+        start = body.find("(")
+        depth = paren_depth(body[start:]) if start >= 0 else 0
+        return depth if depth > 0 else None
 
     def naming(self) -> Optional[str]:
         """The call text so far while the tool's name is still being written, else None."""
@@ -228,6 +286,8 @@ class RowState:
         body = self.call_body()
         verdict = check_call(body, len(self.ids) - self.call_start, self.rules.max_call_tokens, self.rules.known)
         if not verdict.action:
+            if self.rules.force_arrow and not self.queue and input_closed(body):
+                self.queue.extend(self.rules.encode(" " + ARROW))
             return None
         record = self.calls[-1]
         if verdict.call is not None:

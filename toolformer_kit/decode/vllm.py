@@ -41,6 +41,7 @@ from typing import Mapping, Optional, Sequence
 from ..calls import ToolCall
 from ..lm.base import Segment, SegmentRequest
 from .hf import ToolAwareDecoder
+from ..config import ConfigError
 from .config import DecodeConfig
 from .state import RowState, opens_call
 
@@ -66,6 +67,8 @@ class VLLMToolDecoder(ToolAwareDecoder):
 
     # ------------------------------------------------------------------ the loop
     def _decode_group(self, rows: list[RowState], cfg: DecodeConfig) -> None:
+        if cfg.force_arrow:  # its ban on mid-token closes is a per-step logits mask vLLM is not given
+            raise ConfigError("force_arrow is not supported by the vLLM backend yet; use --backend hf")
         live = list(rows)
         while live:
             for row in live:

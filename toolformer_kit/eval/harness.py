@@ -57,26 +57,36 @@ class ResumeError(ConfigError):
 
 @dataclass(frozen=True)
 class Setting:
-    """How calls are decoded for one run: masked entirely, or opened on top-k.
+    """How calls are decoded for one run: masked entirely, or opened on top-k; ``+arrow`` also
+    forces "->" once a call's input is closed (:class:`~toolformer_kit.decode.DecodeConfig`'s
+    ``force_arrow``; a deviation from the paper, reported as its own setting).
 
     >>> Setting.parse("k3"), Setting.parse("disabled").name, Setting.parse("tools", k=10).name
-    (Setting(name='k3', k=3, disabled=False), 'disabled', 'k10')
+    (Setting(name='k3', k=3, disabled=False, force_arrow=False), 'disabled', 'k10')
+    >>> Setting.parse("tools+arrow", k=10), Setting.parse("k5+arrow").name
+    (Setting(name='k10+arrow', k=10, disabled=False, force_arrow=True), 'k5+arrow')
     """
 
     name: str
     k: int = 10
     disabled: bool = False
+    force_arrow: bool = False
 
     @classmethod
     def parse(cls, text: str, k: int = 10) -> "Setting":
         text = text.strip().lower()
+        base, plus, extra = text.partition("+")
+        if plus and extra == "arrow" and base not in ("disabled", "off", "none"):
+            inner = cls.parse(base, k)
+            return cls(f"{inner.name}+arrow", inner.k, False, True)
         if text in ("disabled", "off", "none"):
             return cls("disabled", 0, True)
         if text in ("tools", "on", "enabled"):
             return cls(f"k{k}", k)
         m = re.fullmatch(r"k(\d+)", text)
         if not m:
-            raise ValueError(f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10")
+            raise ValueError(f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10, "
+                             f"each of the last two optionally with '+arrow' (k10+arrow)")
         return cls(text, int(m.group(1)))
 
 
@@ -86,7 +96,7 @@ def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[st
     budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET)
     return DecodeConfig(k=setting.k, max_calls=1, disabled=setting.disabled, max_new_tokens=budget,
                         max_answer_tokens=task.max_new_tokens, max_call_tokens=CALL_TOKENS,
-                        temperature=0.0, seed=seed, stop=list(stop))
+                        temperature=0.0, seed=seed, stop=list(stop), force_arrow=setting.force_arrow)
 
 
 def _plain(obj: Any) -> Any:

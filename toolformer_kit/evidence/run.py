@@ -161,8 +161,9 @@ def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
 
 def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
     """(label, model, settings): the paper's four columns."""
+    tools = [f"k{cfg.k_eval}", "disabled"] + ([f"k{cfg.k_eval}+arrow"] if cfg.eval_force_arrow else [])
     return [("base", cfg.model, ["disabled"]), ("cc", str(out / "train-cc"), ["disabled"]),
-            ("toolformer", str(out / "train-tools"), [f"k{cfg.k_eval}", "disabled"])]
+            ("toolformer", str(out / "train-tools"), tools)]
 
 
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[str]]] | None = None) -> Path:

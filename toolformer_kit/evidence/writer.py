@@ -42,6 +42,9 @@ def deviations(cfg) -> list[str]:
         out.append(f"Thresholds τs = {cfg.tau_s if cfg.tau_s is not None else 'per tool'}, τf = "
                    f"{cfg.tau_f if cfg.tau_f is not None else 'per tool'} for every tool (the paper: τs 0.05 and "
                    "τf 1.0; Calculator τs 0 and τf 0.5).")
+    if cfg.eval_force_arrow:
+        out.append("The tool-trained model is also evaluated with '->' forced once a call's input is closed "
+                   "(reported beside, never in place of, the paper's decoding, which waits for the model's '->').")
     if cfg.lama_search:
         out.append("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here "
                    "it is the only tool trained, so without it LAMA would measure no tool at all.")
@@ -65,15 +68,28 @@ def collect(cfg, out: Path) -> dict:
     rows = headline_rows(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags)
     funnels = task_funnels(folder, cfg.tasks, on, tool_of(cfg))
     goal = goal_check(rows, cfg.goal_gain, cfg.goal_subset, cfg.goal_call_rate)
+    arrow = _arrow(cfg, folder, on, flags)
     stages = json.loads((out / "stages.json").read_text()) if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": verdict_text(rows, goal, funnels),
             "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
-            "tools_setting": on, "funnel": funnels, "annotation": _annotation(out), "training": _training(out),
+            "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out), "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
             "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(cfg), "interval": "95% percentile bootstrap over examples, "
             f"{cfg.bootstrap} resamples; the difference is resampled per example (paired)"}
+
+
+def _arrow(cfg, folder: Path, on: str, flags) -> dict:
+    """Tools vs disabled again with "->" forced (setting ``ON+arrow``), when it was evaluated."""
+    setting = f"{on}+arrow"
+    if not (folder / LABEL / setting).is_dir():
+        return {}
+    rows = headline_rows(folder, cfg.tasks, setting, cfg.bootstrap, cfg.seed, flags)
+    funnels = task_funnels(folder, cfg.tasks, setting, tool_of(cfg))
+    goal = goal_check(rows, cfg.goal_gain, cfg.goal_subset, cfg.goal_call_rate)
+    return {"setting": setting, "headline": rows, "funnel": funnels, "goal": goal,
+            "verdict": verdict_text(rows, goal, funnels)}
 
 
 def _annotation(out: Path) -> dict:
@@ -97,7 +113,7 @@ def _training(out: Path) -> dict:
 
 # ---------------------------------------------------------------- report.md
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
-    blocks = verdict_blocks(res["headline"], res["verdict"])
+    blocks = verdict_blocks(res["headline"], res["verdict"]) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
@@ -108,6 +124,19 @@ def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Bloc
                             f"GFLOP/s ({m['roofline_note']}). Intervals: {res['interval']}."),
                R.Block("table", header=("setting", "value"), rows=[(k, v) for k, v in res["settings"].items()])]
     return blocks
+
+
+def _arrow_blocks(res: Mapping) -> list[R.Block]:
+    arrow = res.get("arrow_forced") or {}
+    if not arrow:
+        return []
+    header, rows = funnel_rows(arrow["funnel"].items()) if arrow["funnel"] else ((), [])
+    return [R.Block("h2", f"The same model with '->' forced ({arrow['setting']}, a deviation)"),
+            R.Block("p", "Decoding as above, except that once a call's input is closed by its ')' the decoder "
+                         "writes ' ->' itself, so the tool runs: this constrains the call's syntax, never which "
+                         "tool, where, or with what input. " + arrow["verdict"]),
+            *verdict_blocks(arrow["headline"])[1:]] + (
+        [R.Block("table", header=header, rows=rows)] if rows else [])
 
 
 def _columns_blocks(res: Mapping) -> list[R.Block]:
