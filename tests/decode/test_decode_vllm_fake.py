@@ -243,3 +243,11 @@ def test_unknown_backend_is_refused(capsys, tmp_path):
     assert "nope" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["generate", "--backend", "nope", "Hello"])
+
+
+def test_force_arrow_is_refused_with_the_fix_rather_than_applied_halfway():
+    from toolformer_kit.config import ConfigError
+
+    seg = VLLMToolDecoder(SegmentLM([Story(PROMPT, DOC, ranks={CALL_AT: 0})]), engine=CountingEngine(TOOLS))
+    with pytest.raises(ConfigError, match="--backend hf"):
+        seg.generate([PROMPT], DecodeConfig(force_arrow=True))

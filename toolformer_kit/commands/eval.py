@@ -1,7 +1,8 @@
 """Zero-shot evaluation as in the paper's §4: math, LAMA, QA, DATESET/TempLAMA, MLQA and perplexity.
 
 Each model in ``--model`` runs under every ``--settings`` entry (``tools`` = calls on top-k with
-``--k``, ``disabled`` = the call token masked, ``k1,k3,k10`` = explicit k; ``--k-sweep`` adds the
+``--k``, ``disabled`` = the call token masked, ``k1,k3,k10`` = explicit k, ``k10+arrow`` = k10 with
+"->" forced once a call's input closes (a deviation); ``--k-sweep`` adds the
 paper's 1, 3, 10); models in ``--baselines`` run with calls disabled only. So the paper's four
 columns are one command:
 ``toolformer eval --baselines gptj=BASE,gptj+cc=CC --model toolformer=TRAINED --tasks svamp,dateset``.

@@ -29,7 +29,8 @@ class EvalConfig:
         "help": "models evaluated with calls disabled only (the paper's GPT-J and GPT-J + CC columns)"})
     tasks: list[str] = field(default_factory=lambda: list(PAPER_TASKS), metadata={"help": "comma-separated task names"})
     settings: list[str] = field(default_factory=lambda: ["tools", "disabled"], metadata={
-        "help": "tools (calls on top-k), disabled, or kN"})
+        "help": "tools (calls on top-k), disabled, or kN; tools+arrow or kN+arrow also force '->' once a "
+                "call's input closes"})
     k: int = field(default=10, metadata={"help": "a call opens when ' [' is among the top k tokens"})
     k_sweep: bool = field(default=False, metadata={"help": "also run k = 1, 3, 10 (the paper's Table 9)"})
     tools: list[str] = field(default_factory=lambda: list(BUILTIN), metadata={
