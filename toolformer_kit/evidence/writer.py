@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import blocks as R
+from ..calls import find_calls
 from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
 from ..config import to_dict
@@ -98,7 +99,16 @@ def _annotation(out: Path) -> dict:
         return {}
     s = json.loads(path.read_text("utf-8"))
     return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": kept_table_of(s),
+            "c_star_calls": _c_star_calls(out / "annotate" / "corpus.jsonl"), "tau_f": s.get("tau_f", {}),
             "top_calls": s.get("top_calls", [])[:8]}
+
+
+def _c_star_calls(path: Path) -> int | None:
+    """Calls in the C* the tool-trained model was fine-tuned on (at the run's own τf)."""
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return sum(len(find_calls(json.loads(line)["text"])) for line in lines if line.strip())
 
 
 def _training(out: Path) -> dict:
@@ -171,7 +181,10 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
     kept = lambda k, t: f"{kept_at(k, t)['calls']} / {kept_at(k, t)['texts']}"  # noqa: E731
     rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
     blocks = [R.Block("h2", "Annotation (C*)"),
-              R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call."),
+              R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call"
+                           + (f", {a['c_star_calls']} calls in all" if a.get("c_star_calls") is not None else "")
+                           + (f" (the run's τf: {', '.join(f'{t} {v:g}' for t, v in a['tau_f'].items())}); this is "
+                              "the C* the tool-trained model learned from" if a.get("tau_f") else "") + "."),
               R.Block("table", header=("tool", "scored", "kept calls / texts at τf 0.5", "at τf 1.0", "at τf 2.0"),
                       rows=rows)]
     return blocks + [R.Block("p", f"[{t['tool']}, score {t['score']}] {t['in_context']}") for t in a["top_calls"]]
