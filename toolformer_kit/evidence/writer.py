@@ -217,6 +217,10 @@ def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     tasks = [r["task"] for r in res["columns"]]
     series = {n: [((r.get(n) or {}).get("accuracy"), (r.get(n) or {}).get("ci95")) for r in res["columns"]]
               for n in names}
+    arrow = {r["task"]: r["all"]["tools"] for r in (res.get("arrow_forced") or {}).get("headline", [])}
+    if arrow:  # the forced-arrow decoding as a fifth bar, beside (never instead of) the paper's
+        series["tool-trained, tools, '->' forced"] = [((arrow.get(t) or {}).get("accuracy"),
+                                                       (arrow.get(t) or {}).get("ci95")) for t in tasks]
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(tasks) + 2), 3.6))
     _bars(ax, tasks, series)
     ax.set_title(f"{res['recipe']}: accuracy with 95% intervals")
@@ -226,9 +230,10 @@ def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     made.append(("accuracy per task and column", "accuracy.png"))
     if res["funnel"]:
         fig, ax = plt.subplots(figsize=(6, 3.4))
-        for task, f in res["funnel"].items():
+        forced = (res.get("arrow_forced") or {}).get("funnel", {})
+        for (task, f), style in [*((x, "-") for x in res["funnel"].items()), *((x, "--") for x in forced.items())]:
             ax.plot([s["step"] for s in f["steps"]], [100 * (s["share"] or 0) for s in f["steps"]], marker="o",
-                    label=task)
+                    linestyle=style, label=task + (", '->' forced" if style == "--" else ""))
         ax.set_ylabel("% of inputs")
         ax.set_title("tool-use funnel (tool-trained, with tools)")
         ax.legend(fontsize="small")
