@@ -244,14 +244,15 @@ def dtype_table(args, docs, tool) -> dict:
     return {"rows": rows, "scorer_agreement_vs_" + dtypes[0]: agree}
 
 
-def pipeline_annotate_config(tool: str, dtype: str = "auto"):
-    """The annotation settings ``toolformer pipeline`` runs with by default, for one tool."""
+def pipeline_annotate_config(tool: str, sampler: str | None = None):
+    """The annotation settings ``toolformer pipeline`` runs with by default, for one tool
+    (``sampler``: another sampling model than the pipeline's)."""
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.pipeline.config import PipelineConfig
 
     p = PipelineConfig()
-    return AnnotateConfig(model=p.model, sampler_model=p.sampler_model, tools=[tool], corpus="default",
-                          default_docs=p.docs_per_source, window_tokens=p.window_tokens, seed=p.seed, dtype=dtype)
+    return AnnotateConfig(model=p.model, sampler_model=p.sampler_model if sampler is None else sampler, tools=[tool],
+                          corpus="default", default_docs=p.docs_per_source, window_tokens=p.window_tokens, seed=p.seed)
 
 
 def before_after_table(args, tool, roofs: dict) -> dict:

@@ -38,17 +38,8 @@ import torch
 from toolformer_kit.evidence.cost import matmul_gflops
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_annotate import flop_model  # noqa: E402
+from bench_annotate import flop_model, pipeline_annotate_config  # noqa: E402
 from legacy_sample import legacy_sample  # noqa: E402
-
-
-def pipeline_config(sampler: str, tool: str):
-    from toolformer_kit.annotate.config import AnnotateConfig
-    from toolformer_kit.pipeline.config import PipelineConfig
-
-    p = PipelineConfig()
-    return AnnotateConfig(model=p.model, sampler_model=sampler, tools=[tool], corpus="default",
-                          default_docs=p.docs_per_source, window_tokens=p.window_tokens, seed=p.seed)
 
 
 def workload(lm, tool, cfg):
@@ -163,7 +154,7 @@ def main(argv=None) -> int:
     tool = get_tool(args.tool)
     for name in args.models.split(","):
         lm = load_lm(name, device="cpu", dtype="fp32")
-        cfg = pipeline_config(name, args.tool)
+        cfg = pipeline_annotate_config(args.tool, name)
         docs, suffixes, m = workload(lm, tool, cfg)
         row = compare(lm, tool, docs, suffixes, m, args)
         if args.annotate:

@@ -104,14 +104,23 @@ def paren_depth(text: str) -> int:
     return text.count("(") - text.count(")")
 
 
+def input_paren_depth(body: str) -> Optional[int]:
+    """Paren depth of a call's text from its input's ``(`` on; None before the ``(``.
+
+    >>> input_paren_depth("Calculator((2 + 3"), input_paren_depth("Calculator(2)"), input_paren_depth("Calc")
+    (2, 0, None)
+    """
+    start = body.find("(")
+    return None if start < 0 else paren_depth(body[start:])
+
+
 def input_closed(body: str) -> bool:
     """Whether a call's text ends with the ``)`` that closes its input.
 
     >>> [input_closed(t) for t in ("Calculator(2 + 3)", "Calculator((2 + 3)", "Calculator((2) * 4)", "Calc")]
     [True, False, True, False]
     """
-    start = body.find("(")
-    return start >= 0 and body.endswith(")") and paren_depth(body[start:]) == 0
+    return body.endswith(")") and input_paren_depth(body) == 0
 
 
 def closing_tokens(depth: int, pieces: Sequence[str]) -> list[int]:
@@ -235,10 +244,8 @@ class RowState:
         """Paren depth (≥ 1) while the model writes a call's input, else None."""
         if self.phase != "call" or self.queue:
             return None
-        body = self.call_body()
-        start = body.find("(")
-        depth = paren_depth(body[start:]) if start >= 0 else 0
-        return depth if depth > 0 else None
+        depth = input_paren_depth(self.call_body())
+        return depth if depth is not None and depth > 0 else None
 
     def naming(self) -> Optional[str]:
         """The call text so far while the tool's name is still being written, else None."""

@@ -39,9 +39,9 @@ import logging
 from typing import Mapping, Optional, Sequence
 
 from ..calls import ToolCall
+from ..config import ConfigError
 from ..lm.base import Segment, SegmentRequest
 from .hf import ToolAwareDecoder
-from ..config import ConfigError
 from .config import DecodeConfig
 from .state import RowState, opens_call
 

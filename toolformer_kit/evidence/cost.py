@@ -93,8 +93,8 @@ def estimate(cfg) -> dict[str, float]:
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
     examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
-    evaluate = (EVAL_RUNS + cfg.eval_force_arrow) * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) \
-        + MODEL_LOADS * r["load"]
+    runs = EVAL_RUNS + cfg.eval_force_arrow
+    evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]
     return {"models": 5.0, "corpus": 5.0, "annotate": annotate_seconds(cfg, r), "train (tools)": train,
             "train (+CC)": train, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
 

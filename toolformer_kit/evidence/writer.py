@@ -66,14 +66,14 @@ def collect(cfg, out: Path) -> dict:
     on = tools_setting(folder, prefer=f"k{cfg.k_eval}") or f"k{cfg.k_eval}"
     flags = {t: {i for i, v in read_flags(out / "ceiling" / f"{t}.jsonl").items() if v} for t in cfg.tasks} \
         if cfg.ceiling else None
-    rows = headline_rows(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags)
-    funnels = task_funnels(folder, cfg.tasks, on, tool_of(cfg))
-    goal = goal_check(rows, cfg.goal_gain, cfg.goal_subset, cfg.goal_call_rate)
-    arrow = _arrow(cfg, folder, on, flags)
+    main = _verdict_of(cfg, folder, on, flags)
+    rows, funnels, goal = main["headline"], main["funnel"], main["goal"]
+    arrow = _verdict_of(cfg, folder, f"{on}+arrow", flags) if (folder / LABEL / f"{on}+arrow").is_dir() else {}
     stages = json.loads((out / "stages.json").read_text()) if (out / "stages.json").is_file() else {}
-    return {"recipe": cfg.name, "description": cfg.description, "verdict": verdict_text(rows, goal, funnels),
+    return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
-            "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out), "training": _training(out),
+            "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
+            "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
             "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
@@ -81,11 +81,8 @@ def collect(cfg, out: Path) -> dict:
             f"{cfg.bootstrap} resamples; the difference is resampled per example (paired)"}
 
 
-def _arrow(cfg, folder: Path, on: str, flags) -> dict:
-    """Tools vs disabled again with "->" forced (setting ``ON+arrow``), when it was evaluated."""
-    setting = f"{on}+arrow"
-    if not (folder / LABEL / setting).is_dir():
-        return {}
+def _verdict_of(cfg, folder: Path, setting: str, flags) -> dict:
+    """Tools (under ``setting``) vs disabled: headline rows, funnels, the goal and its verdict."""
     rows = headline_rows(folder, cfg.tasks, setting, cfg.bootstrap, cfg.seed, flags)
     funnels = task_funnels(folder, cfg.tasks, setting, tool_of(cfg))
     goal = goal_check(rows, cfg.goal_gain, cfg.goal_subset, cfg.goal_call_rate)
