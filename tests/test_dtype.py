@@ -22,6 +22,26 @@ def test_auto_is_bf16_only_with_hardware_bf16_or_a_gpu():
     assert cpu_has_bf16({"avx2", "amx_bf16"}) and not cpu_has_bf16({"avx2", "avx512f"})
 
 
+def test_auto_measures_bf16_where_the_flag_is_present_and_picks_fp32_when_bf16_is_slower(monkeypatch):
+    from toolformer_kit.lm import base
+
+    rates = {None: 130.0}  # an Intel Xeon with avx512_bf16 and no AMX: bf16 at half the fp32 rate
+    monkeypatch.setattr(base, "native_bf16", lambda: True)
+    monkeypatch.setattr(base, "matmul_gflops", lambda n, repeats, dtype=None: rates.get(dtype, 70.0))
+    monkeypatch.setattr(base, "_BF16_PAYS", {})
+    monkeypatch.delenv(base.BF16_ENV, raising=False)
+    assert resolve_dtype("auto", "cpu") == "float32"
+    monkeypatch.setattr(base, "_BF16_PAYS", {})
+    rates[None] = 20.0  # an EPYC with avx512_bf16: bf16 several times faster
+    assert resolve_dtype("auto", "cpu") == "bfloat16"
+    monkeypatch.setenv(base.BF16_ENV, "0")  # the user's word wins, without measuring
+    monkeypatch.setattr(base, "matmul_gflops", lambda *a, **k: pytest.fail("measured despite the override"))
+    assert resolve_dtype("auto", "cpu") == "float32"
+    monkeypatch.setattr(base, "native_bf16", lambda: False)
+    monkeypatch.delenv(base.BF16_ENV)
+    assert resolve_dtype("auto", "cpu") == "float32"  # no flag: emulated, never measured
+
+
 def test_library_default_stays_exact_fp32_on_cpu():
     # load(dtype=None) is what tests and library callers use: it must not turn to bf16 on a bf16 CPU
     assert resolve_dtype(None, "cpu", bf16_cpu=True) == "float32"

@@ -36,6 +36,14 @@ def no_roofline(monkeypatch):
     monkeypatch.setattr(results, "machine", lambda: MACHINE)
 
 
+@pytest.fixture(autouse=True)
+def fp32_estimates(monkeypatch):
+    """Estimates as on a CPU without hardware bf16, whatever CPU runs the tests."""
+    from toolformer_kit.evidence import cost
+
+    monkeypatch.setattr(cost, "bf16_pays", lambda: False)
+
+
 # ---------------------------------------------------------------- configs and the command line
 def test_each_study_loads_and_every_field_is_a_flag_and_a_yaml_key(tmp_path):
     scale, tau, cost = (S.load_study(n) for n in S.STUDIES)
@@ -249,6 +257,26 @@ def test_the_scale_report_states_emergence_from_the_numbers_beside_the_paper(tmp
     assert (folder / "scaling.png").stat().st_size > 1000
     for key in ("command", "seed", "commit", "machine", "interval", "paper"):
         assert key in res
+
+
+def test_the_scale_report_sets_the_forced_arrow_decoding_beside_the_papers(tmp_path):
+    study = S.load_study("scale", {"out": str(tmp_path / "run"), "results": str(tmp_path / "res"),
+                                   "recipes": ["math"], "tasks": ["svamp"], "bootstrap": 300,
+                                   "models": ["smollm2-135m", "qwen2.5-coder-0.5b"]})
+    for model, forced_gain in (("smollm2-135m", 0), ("qwen2.5-coder-0.5b", 30)):
+        sub = tmp_path / "run" / f"math-{model}"
+        _records(sub, "toolformer", "k10", "svamp", [i < 10 for i in range(60)], True)
+        _records(sub, "toolformer", "disabled", "svamp", [i < 10 for i in range(60)], False)
+        if model != "smollm2-135m":  # a model evaluated without the forced setting has no forced row
+            _records(sub, "toolformer", "k10+arrow", "svamp", [i < 10 + forced_gain for i in range(60)], True)
+    res = json.loads((RS.write_study(study, "x") / "results.json").read_text())
+    assert [r["setting"] for r in res["rows"]] == ["k10", "k10"]
+    assert [(r["model"], r["setting"]) for r in res["forced_rows"]] == [("qwen2.5-coder-0.5b", "k10+arrow")]
+    assert round(res["forced_rows"][0]["diff"], 2) == 0.5
+    assert res["findings"][0].startswith("math: tools help at none of the sizes here")
+    assert res["findings"][1].startswith("With '->' forced (a deviation): math: tools help from 630M on")
+    text = (tmp_path / "res" / "report.md").read_text()
+    assert text.index("## Ours") < text.index("## The same models with '->' forced") < text.index("## The paper's")
 
 
 def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkeypatch):

@@ -63,7 +63,7 @@ class AnnotateConfig:
     tool_timeout: Optional[float] = _f(None, "seconds before a tool call counts as failed, for every tool (default: each tool's own — 60 for MT and QA — else 10)")
     tool_cache: str = _f("", "tool result cache file (default: <out>/tool-cache.sqlite)")
     device: str = _f("", "torch device (default: cuda if available, else cpu)")
-    dtype: str = _f("auto", "compute dtype of both models: auto (bf16 on a GPU or a CPU with hardware bf16, "
+    dtype: str = _f("auto", "compute dtype of both models: auto (bf16 on a GPU or a CPU where bf16 is measured faster, "
                     "else fp32), fp32 or bf16")
     parquet: bool = _f(False, "also write C* as corpus.parquet (needs pyarrow)")
     overwrite: bool = _f(False, "discard an existing run in --out instead of resuming it")

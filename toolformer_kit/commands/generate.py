@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m", help="embedded name, HF folder (e.g. a fine-tuned DIR)")
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     parser.add_argument("--dtype", default="auto", choices=["auto", "fp32", "bf16"],
-                        help="compute dtype: auto = bf16 on a GPU or a CPU with hardware bf16, else fp32")
+                        help="compute dtype: auto = bf16 on a GPU or a CPU where bf16 is measured faster, else fp32")
     parser.add_argument("--backend", default="hf", choices=["hf", "vllm"],
                         help="LM backend: hf (transformers) or vllm (default: hf)")
     parser.add_argument("--tools", default=None,

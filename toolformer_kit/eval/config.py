@@ -49,7 +49,7 @@ class EvalConfig:
     device: Optional[str] = field(default=None, metadata={"help": "torch device (default: cuda if available)"})
     backend: str = field(default="hf", metadata={"help": "LM backend: hf (transformers) or vllm"})
     dtype: str = field(default="auto", metadata={
-        "help": "compute dtype: auto (bf16 on a GPU or a CPU with hardware bf16, else fp32), fp32 or bf16"})
+        "help": "compute dtype: auto (bf16 on a GPU or a CPU where bf16 is measured faster, else fp32), fp32 or bf16"})
     threads: Optional[int] = field(default=None, metadata={
         "help": "torch CPU threads (default: torch's choice; 1 is far faster when other jobs share the cores)"})
     plots: bool = field(default=True, metadata={"help": "write PNG plots (needs matplotlib)"})

@@ -2,7 +2,8 @@
 
 Each stage's cost is a rate measured here (2-core AMD EPYC, AVX2 only, fp32, torch 2.13 CPU) times
 the stage's size knob: windows × sampled calls for annotation, steps × sequences × tokens for
-training, examples × runs for evaluation. The estimate is the sizing rationale of the recipes'
+training, examples × runs for evaluation; where ``--dtype auto`` runs bf16 (a CPU where bf16 is
+measured faster), each stage takes the share of that measured on such a CPU (:data:`BF16_SHARE`). The estimate is the sizing rationale of the recipes'
 defaults (each ≤ 90 minutes) and the starting point of the ETA, which then rescales itself by how
 fast the finished stages actually ran (on a shared machine everything runs slower alike).
 """
@@ -10,9 +11,10 @@ fast the finished stages actually ran (on a shared machine everything runs slowe
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 from typing import Mapping, Sequence
+
+from ..lm.base import bf16_pays, matmul_gflops  # noqa: F401 - matmul_gflops: the roofline, re-exported
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,14 @@ RATES = {
     "qwen2.5-coder-0.5b": {"positions": 2.5, "sample": 1.3, "score": 1.0, "train_token": 0.03, "train_fixed": 120.0,
                            "eval": {"math": 1.7, "qa": 3.0}, "load": 8.0},
 }
+# The rates above are fp32. Where ``--dtype auto`` runs bf16 (lm.base.bf16_pays), each stage
+# takes this share of its fp32 estimate: actual / estimated seconds of the two recipes at their
+# default sizes on such a machine (2-core AMD EPYC with avx512_bf16, 2026-12-02, alone;
+# results/math and results/search). Annotation 152 / 944 s (Qwen), 275 / 1,919 s (SmolLM2): bf16
+# and the continuous-batching sampler. LoRA 567 / 1,392 s and 388 / 633 s. Evaluation 2,262 / 3,024 s
+# (Qwen, maths) and 600 / 2,315 s (SmolLM2, QA); Gemma's is placed between them, not measured.
+BF16_SHARE = {"annotate": 0.15, "train": 0.5,
+              "evaluate": {"smollm2-135m": 0.26, "gemma3-270m": 0.5, "qwen2.5-coder-0.5b": 0.75}}
 # Windows of ≤ 128 tokens per document, measured on the corpora (SmolLM2's tokenizer): a GSM8K
 # problem with its solution is ~2 windows, a Wikipedia lead summary ~1.33.
 WINDOWS_PER_DOC = {"gsm8k": 2.0, "wiki": 1.33}
@@ -80,14 +90,19 @@ def annotate_seconds(cfg, r: Mapping) -> float:
     return total
 
 
-def estimate(cfg) -> dict[str, float]:
-    """Seconds per stage for a recipe (an :class:`~.recipe.ExperimentConfig`) on an idle machine.
+def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
+    """Seconds per stage for a recipe (an :class:`~.recipe.ExperimentConfig`) on an idle machine;
+    ``bf16`` (default: whether ``--dtype auto`` runs bf16 on this CPU) applies
+    :data:`BF16_SHARE`.
 
     >>> from toolformer_kit.evidence.recipe import ExperimentConfig
-    >>> e = estimate(ExperimentConfig(name="t", model="smollm2-135m", docs=10, k=5, m=5, train_steps=10,
-    ...                               max_length=100, tasks=["svamp"], eval_limit=100))
+    >>> cfg = ExperimentConfig(name="t", model="smollm2-135m", docs=10, k=5, m=5, train_steps=10,
+    ...                        max_length=100, tasks=["svamp"], eval_limit=100)
+    >>> e, b = estimate(cfg, bf16=False), estimate(cfg, bf16=True)
     >>> round(e["annotate"]), round(e["train (tools)"]), round(e["evaluate"])
     (288, 76, 109)
+    >>> round(b["annotate"]), round(b["train (tools)"]), round(b["evaluate"])
+    (43, 38, 28)
     """
     r = _rates(cfg.model)
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
@@ -95,7 +110,12 @@ def estimate(cfg) -> dict[str, float]:
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
     runs = EVAL_RUNS + cfg.eval_force_arrow
     evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]
-    return {"models": 5.0, "corpus": 5.0, "annotate": annotate_seconds(cfg, r), "train (tools)": train,
+    annotate = annotate_seconds(cfg, r)
+    if bf16_pays() if bf16 is None else bf16:
+        annotate *= BF16_SHARE["annotate"]
+        train *= BF16_SHARE["train"]
+        evaluate *= BF16_SHARE["evaluate"].get(cfg.model, max(BF16_SHARE["evaluate"].values()))
+    return {"models": 5.0, "corpus": 5.0, "annotate": annotate, "train (tools)": train,
             "train (+CC)": train, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
 
 
@@ -157,20 +177,3 @@ class Progress:
 
     def _index(self, stage: str) -> int:
         return self.stages.index(stage) + 1
-
-
-def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
-    """The roofline: the rate of a plain n² matmul through torch on its current threads (median of
-    ``repeats``; fp32 unless ``dtype`` says otherwise), which a dense transformer forward can
-    approach on a CPU. benchmarks/bench_models.py measures it the same way."""
-
-    import torch  # lazy: heavy
-
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    a @ b  # warm-up
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9

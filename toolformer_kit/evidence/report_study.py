@@ -178,18 +178,26 @@ def _settings(folder: Path) -> dict:
 
 
 def collect_scale(study, n: int, seed: int) -> dict:
-    rows = []
+    """Per (recipe, model, family): tools vs disabled under the paper's decoding (``rows``) and, for
+    recipes that also evaluated it, with '->' forced (``forced_rows``, a deviation shown beside)."""
+    rows, forced_rows = [], []
     for model in study.models:
         for recipe in study.recipes:
             sub = Path(study.out) / f"{recipe}-{model}"
             cfg = recipe_config(study, recipe, sub, model)
             on = tools_setting(sub / "eval", prefer=f"k{cfg.k_eval}")
-            fams = families_of(sub / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {}
-            for fam, stats in fams.items():
-                rows.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam, **stats})
-    fams = sorted({r["family"] for r in rows})
-    findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f]) for f in fams]
-    return {"rows": rows, "findings": findings,
+            for setting, into in ((on, rows), (f"{on}+arrow", forced_rows)):
+                if not on or not (sub / "eval" / LABEL / setting).is_dir():
+                    continue
+                for fam, stats in families_of(sub / "eval", cfg.tasks, LABEL, setting, "disabled", n, seed).items():
+                    into.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam,
+                                 "setting": setting, **stats})
+    findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f])
+                for f in sorted({r["family"] for r in rows})]
+    findings += ["With '->' forced (a deviation): " + emergence_text(f, [(r["params"], r) for r in forced_rows
+                                                                         if r["family"] == f])
+                 for f in sorted({r["family"] for r in forced_rows})]
+    return {"rows": rows, "forced_rows": forced_rows, "findings": findings,
             "paper": {"sizes": paper.SIZES, "names": paper.SIZE_NAMES,
                       "figure_4": {f: {"tools": t, "disabled": d} for f, (t, d) in paper.FIGURE_4.items()},
                       "emergence": {f: paper.paper_emergence(f) for f in paper.FIGURE_4},
@@ -304,14 +312,21 @@ def _sweep_blocks(kind: str, res: Mapping, plots: dict) -> list[R.Block]:
     return blocks
 
 
+def _scale_table(rows: Sequence[Mapping]) -> R.Block:
+    return R.Block("table", header=["family", "model", "parameters", "n", "tools % [95% CI]", "disabled % [95% CI]",
+                                    "tools − disabled, paired [95% CI]", "calls %"],
+                   rows=[[r["family"], r["model"], paper.size_name(r["params"]), r["n"], _acc(r, "tools"),
+                          _acc(r, "disabled"), results.diff_ci(r), pct(r["call_rate"])]
+                         for r in sorted(rows, key=lambda r: (r["family"], r["params"] or 0))])
+
+
 def _scale_blocks(res: Mapping, plot_name: str | None) -> list[R.Block]:
-    rows = [[r["family"], r["model"], paper.size_name(r["params"]), r["n"], _acc(r, "tools"), _acc(r, "disabled"),
-             results.diff_ci(r), pct(r["call_rate"])]
-            for r in sorted(res["rows"], key=lambda r: (r["family"], r["params"] or 0))]
-    blocks = [R.Block("h2", "Ours: the tool-trained model with tools vs calls disabled"),
-              R.Block("table", header=["family", "model", "parameters", "n", "tools % [95% CI]",
-                                       "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"],
-                      rows=rows)]
+    blocks = [R.Block("h2", "Ours: the tool-trained model with tools vs calls disabled"), _scale_table(res["rows"])]
+    if res.get("forced_rows"):
+        blocks += [R.Block("h2", "The same models with '->' forced (a deviation, beside the paper's decoding)"),
+                   R.Block("p", "Once a call's input is closed the decoder writes ' ->', so the call runs; the model "
+                                "still chooses whether to call, which tool and with what input."),
+                   _scale_table(res["forced_rows"])]
     if plot_name:
         blocks.append(R.Block("img", "accuracy against parameters, ours and the paper's", path=plot_name))
     p = res["paper"]
@@ -340,6 +355,11 @@ def plot_scale(res: Mapping, folder: Path) -> str | None:
             err = [[100 * (r[key]["accuracy"] - r[key]["ci95"][0]) for r in rows],
                    [100 * (r[key]["ci95"][1] - r[key]["accuracy"]) for r in rows]]
             ax.errorbar(xs, ys, yerr=err, fmt=style, capsize=2, label=f"ours, {key}")
+        forced = sorted((r for r in res.get("forced_rows", []) if r["family"] == fam and r["params"]),
+                        key=lambda r: r["params"])
+        if forced:
+            ax.plot([r["params"] for r in forced], [100 * r["tools"]["accuracy"] for r in forced], ":^",
+                    label="ours, tools, '->' forced")
         if fam in res["paper"]["figure_4"]:
             ref = res["paper"]["figure_4"][fam]
             ax.plot(res["paper"]["sizes"], ref["tools"], "-o", color="grey", mfc="none", label="paper, tools")

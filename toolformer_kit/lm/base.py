@@ -24,6 +24,7 @@ the exact value would keep; a warning is logged once.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Sequence, Union, runtime_checkable
 
@@ -238,11 +239,68 @@ def native_bf16() -> bool:
         return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
+BF16_ENV = "TOOLFORMER_CPU_BF16"
+BF16_MIN_GAIN = 1.2  # bf16 must beat fp32 by this much to be worth its rounding
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
+    """The rate of a plain n² matmul through torch on its current threads (median of ``repeats``;
+    fp32 unless ``dtype`` says otherwise): the roofline a dense transformer forward can approach on
+    a CPU. benchmarks/bench_models.py measures it the same way."""
+    import statistics
+    import time
+
+    import torch  # lazy: heavy
+
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def bf16_faster(fp32_gflops: float, bf16_gflops: float, min_gain: float = BF16_MIN_GAIN) -> bool:
+    """Whether measured rates make bf16 worth it on a CPU.
+
+    >>> bf16_faster(180, 760), bf16_faster(130, 70), bf16_faster(100, 110)
+    (True, False, False)
+    """
+    return bf16_gflops >= min_gain * fp32_gflops
+
+
+_BF16_PAYS: dict[int, bool] = {}
+
+
+def bf16_pays() -> bool:
+    """Whether ``--dtype auto`` should run bf16 on this CPU. The hardware flag is necessary, not
+    sufficient: an AMD EPYC with avx512_bf16 ran a 2048² bf16 matmul 4.2× faster than fp32, an Intel
+    Xeon with avx512_bf16 and no AMX ran it at half the fp32 rate (70 vs 130 GFLOP/s, one thread).
+    So where the flag is present, both are timed once per process and thread count (~0.3 s).
+    ``$TOOLFORMER_CPU_BF16=1`` or ``0`` skips the measurement."""
+    forced = os.environ.get(BF16_ENV, "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    if not native_bf16():
+        return False
+    import torch  # lazy: heavy
+
+    threads = torch.get_num_threads()
+    if threads not in _BF16_PAYS:
+        fp32, bf16 = matmul_gflops(1024, 5), matmul_gflops(1024, 5, torch.bfloat16)
+        _BF16_PAYS[threads] = bf16_faster(fp32, bf16)
+        log.info("CPU matmul on %d threads: fp32 %.0f, bf16 %.0f GFLOP/s: --dtype auto runs %s (%s=0/1 to choose)",
+                 threads, fp32, bf16, "bf16" if _BF16_PAYS[threads] else "fp32", BF16_ENV)
+    return _BF16_PAYS[threads]
+
+
 def resolve_dtype(name: str | None, device: str = "cpu", bf16_cpu: bool | None = None) -> str:
     """``auto|fp32|bf16`` (torch's names too) → the torch dtype name to load a model in.
 
-    ``auto`` is bf16 on a GPU or a CPU with hardware bf16, fp32 elsewhere: emulated bf16 costs
-    time and buys nothing. ``None`` (library callers) keeps the exact default: fp32 on a CPU.
+    ``auto`` is bf16 on a GPU or on a CPU where bf16 is measured faster (:func:`bf16_pays`), fp32
+    elsewhere: emulated or slow bf16 costs time and buys nothing. ``None`` (library callers) keeps the exact default: fp32 on a CPU.
 
     >>> resolve_dtype("fp32"), resolve_dtype("bf16"), resolve_dtype("auto", "cuda")
     ('float32', 'bfloat16', 'bfloat16')
@@ -260,7 +318,7 @@ def resolve_dtype(name: str | None, device: str = "cpu", bf16_cpu: bool | None =
     on_gpu = str(device).startswith("cuda")
     if on_gpu or key == "":
         return "bfloat16" if on_gpu else "float32"
-    return "bfloat16" if (native_bf16() if bf16_cpu is None else bf16_cpu) else "float32"
+    return "bfloat16" if (bf16_pays() if bf16_cpu is None else bf16_cpu) else "float32"
 
 
 def leading_special_ids(tokenizer) -> list[int]:

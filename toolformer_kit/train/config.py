@@ -4,8 +4,9 @@ The defaults are the paper's (§4.1): sequences of up to 1,024 tokens, an effect
 reached by gradient accumulation, learning rate 1e-5 with linear warm-up over the first 10% of
 the steps, at most 2,000 steps, dev perplexity every 500 steps and the best checkpoint kept.
 Hardware defaults are chosen at run time (:meth:`TrainConfig.resolved_bf16`): bf16 autocast (fp32
-master weights) on a GPU or a CPU with hardware bf16, fp32 elsewhere — a CPU without it emulates
-bf16 and runs slower than fp32 (measured on an AVX2-only EPYC).
+master weights) on a GPU or a CPU where a bf16 matmul is measured faster than fp32, fp32 elsewhere —
+a CPU without hardware bf16 emulates it, and one Xeon with avx512_bf16 but no AMX ran it at half the
+fp32 rate (lm.base.bf16_pays).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ class TrainConfig:
     # ------------------------------------------------------------ hardware
     device: Optional[str] = field(default=None, metadata=_h("'cpu' or 'cuda' (default: cuda if available)"))
     dtype: str = field(default="auto", metadata=_h(
-        "compute dtype: bf16 (autocast, fp32 master weights), fp32, or auto = bf16 on a GPU or a CPU with "
-        "hardware bf16 (avx512_bf16/AMX), else fp32"))
+        "compute dtype: bf16 (autocast, fp32 master weights), fp32, or auto = bf16 on a GPU or a CPU where "
+        "bf16 is measured faster, else fp32"))
     bf16: Optional[bool] = field(default=None, metadata=_h("bfloat16 mixed precision; overrides --dtype (older flag)"))
     gradient_checkpointing: bool = field(default=False, metadata=_h(
         "recompute activations to save memory (slow on CPU; useful for long sequences on GPU)"))
