@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,25 @@ def test_the_forced_arrow_setting_is_reported_beside_the_papers_decoding(finishe
     text = (folder / "report.md").read_text()
     assert text.index("## Verdict") < text.index("'->' forced (k10+arrow") < text.index("## All four columns")
     assert any("'->' forced" in d for d in res["deviations"])
+
+
+def test_without_references_only_the_tool_trained_model_is_trained_and_evaluated(finished_run, monkeypatch):
+    from toolformer_kit.evidence.cost import estimate
+    from toolformer_kit.evidence.run import model_runs, plan
+    from toolformer_kit.evidence.writer import write_results
+
+    cfg, run = finished_run
+    full = estimate(cfg, bf16=False)
+    cfg.references = False
+    assert [label for label, _, _ in model_runs(cfg, run)] == ["toolformer"]
+    assert "train (+CC)" not in [name for name, _, _ in plan(cfg, run, "x")]
+    lean = estimate(cfg, bf16=False)
+    assert lean["train (+CC)"] == 0 and lean["evaluate"] < 0.6 * full["evaluate"]
+    for label in ("base", "cc"):  # never evaluated: the columns say so instead of failing
+        shutil.rmtree(run / "eval" / label)
+    res = json.loads((write_results(cfg, run, "x") / "results.json").read_text())
+    assert res["columns"][0]["base"] is None and round(res["headline"][0]["all"]["diff"], 2) == 0.45
+    assert any("references off" in d for d in res["deviations"])
 
 
 def test_headline_rows_skip_tasks_that_have_not_run(finished_run):

@@ -108,7 +108,7 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
     examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
-    runs = EVAL_RUNS + cfg.eval_force_arrow
+    runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else 2)
     evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]
     annotate = annotate_seconds(cfg, r)
     if bf16_pays() if bf16 is None else bf16:
@@ -116,7 +116,7 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
         train *= BF16_SHARE["train"]
         evaluate *= BF16_SHARE["evaluate"].get(cfg.model, max(BF16_SHARE["evaluate"].values()))
     return {"models": 5.0, "corpus": 5.0, "annotate": annotate, "train (tools)": train,
-            "train (+CC)": train, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
+            "train (+CC)": train if cfg.references else 0.0, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
 
 
 def remaining(estimates: Mapping[str, float], done: Mapping[str, float], todo: Sequence[str]) -> float:

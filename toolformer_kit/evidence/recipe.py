@@ -63,6 +63,8 @@ class ExperimentConfig:
     k_eval: int = _f(10, "a call opens when ' [' is among the top k tokens (the paper's k = 10)", min=1)
     eval_force_arrow: bool = _f(False, "also evaluate the tool-trained model with '->' forced once a call's input "
                                        "is closed (setting k10+arrow), reported beside the paper's decoding")
+    references: bool = _f(True, "train +CC and evaluate the base model and +CC, the paper's reference columns "
+                                "(the scale study reads only tools vs disabled and turns them off)")
     lama_search: bool = _f(False, "let WikiSearch run on LAMA (the paper disables it there; stated as a deviation)")
     ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
     bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")

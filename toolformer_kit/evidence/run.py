@@ -160,10 +160,11 @@ def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
 
 
 def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
-    """(label, model, settings): the paper's four columns."""
+    """(label, model, settings): the paper's four columns (the tool-trained model's alone without
+    ``references``)."""
     tools = [f"k{cfg.k_eval}", "disabled"] + ([f"k{cfg.k_eval}+arrow"] if cfg.eval_force_arrow else [])
-    return [("base", cfg.model, ["disabled"]), ("cc", str(out / "train-cc"), ["disabled"]),
-            ("toolformer", str(out / "train-tools"), tools)]
+    refs = [("base", cfg.model, ["disabled"]), ("cc", str(out / "train-cc"), ["disabled"])] if cfg.references else []
+    return refs + [("toolformer", str(out / "train-tools"), tools)]
 
 
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[str]]] | None = None) -> Path:
@@ -200,8 +201,9 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
     steps = [("models", None, lambda: stage_models(cfg, out)),
              ("corpus", "corpus", lambda: stage_corpus(cfg, out)),
              ("annotate", "annotate", lambda: stage_annotate(cfg, out)),
-             ("train (tools)", "train", lambda: stage_train(cfg, out, plain=False)),
-             ("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True))]
+             ("train (tools)", "train", lambda: stage_train(cfg, out, plain=False))]
+    if cfg.references:
+        steps.append(("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True)))
     if cfg.ceiling:
         steps.append(("ceiling", None, lambda: stage_ceiling(cfg, out)))
     steps += [("evaluate", None, lambda: stage_eval(cfg, out)),

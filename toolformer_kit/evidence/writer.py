@@ -46,6 +46,9 @@ def deviations(cfg) -> list[str]:
     if cfg.eval_force_arrow:
         out.append("The tool-trained model is also evaluated with '->' forced once a call's input is closed "
                    "(reported beside, never in place of, the paper's decoding, which waits for the model's '->').")
+    if not cfg.references:
+        out.append("The base model and +CC are not trained or evaluated here (references off): only the "
+                   "tool-trained model with tools and with calls disabled, which is what Figure 4 compares.")
     if cfg.lama_search:
         out.append("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here "
                    "it is the only tool trained, so without it LAMA would measure no tool at all.")
