@@ -292,25 +292,31 @@ def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkey
                                                                   "c_star_calls": 12 - 6 * value}))
         d = v / "eval" / "toolformer" / "k10" / "svamp"
         d.mkdir(parents=True)
-        rows = [{"id": str(i), "correct": i < 8, "called": i < called,
+        rows = [{"id": str(i), "correct": i < 8, "called": i < called, "seconds": 0.1 + 0.2 * (i < called),
                  "calls": [{"tool": "Calculator", "input": f"{i} * 2", "reason": ""}] if i < called else []}
                 for i in range(20)]
         d.joinpath("examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         _records(v, "toolformer", "disabled", "svamp", [i < 4 for i in range(20)], False)
+    (base / "annotate").mkdir()
+    (base / "annotate" / "candidates.jsonl").write_text("".join(json.dumps(c) + "\n" for c in (
+        {"tool": "Calculator", "input": "3 * 4", "result": "12"}, {"tool": "Calculator", "input": None, "result": None},
+        {"tool": "Calculator", "input": "1 / 0", "result": None})))  # unparsable and failed: nothing to time
     seen = {}
 
     def latency(tool, inputs, n):
-        seen.update(tool=tool, inputs=len(inputs))
+        seen.update(tool=tool, inputs=len(inputs), last=inputs[-1])
         return {"tool": tool, "calls": len(inputs), "mean_seconds": 0.5, "how": "test"}
 
     res = json.loads((RS.write_study(study, "x", latency) / "results.json").read_text())
     entry = res["recipes"]["math"]
-    assert seen == {"tool": "Calculator", "inputs": 20}
+    assert seen == {"tool": "Calculator", "inputs": 20 + 5 + 1, "last": "3 * 4"}  # eval calls, then candidates
     assert [p["calls_ran"] for p in entry["points"]] == [20, 5]
+    assert [round(p["decode_seconds"]["tools"], 2) for p in entry["points"]] == [6.0, 3.0]
     assert entry["points"][1]["latency_saved_s"] == 7.5 and entry["points"][1]["call_rate"] == 0.25
     assert entry["reference"]["cc"]["math"]["tools"]["accuracy"] == 0.2
     text = (Path(study.results) / "report.md").read_text()
-    assert "7.50 s of tool time saved" in text and "| 1 | 4 | 6 | math | 20 |" in text
+    assert "+7.50 s of tool time saved" in text and "| 1 | 4 | 6 | math | 20 |" in text
+    assert "Answering with tools took +6.00 s at λ 0, +3.00 s at λ 1 against calls disabled" in text
     assert (Path(study.results) / "cost-math.png").is_file()
 
 

@@ -163,7 +163,8 @@ def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
     for text in picked:
         runner(text)
     return {"tool": tool, "calls": len(picked), "mean_seconds": (time.perf_counter() - t0) / len(picked),
-            "how": f"measured here: {len(picked)} distinct stored inputs re-run uncached after one warm-up call"}
+            "how": f"measured here: {len(picked)} distinct inputs (calls that ran while answering, then the "
+                   "annotation's executed candidates) re-run uncached after one warm-up call"}
 
 
 # ---------------------------------------------------------------- collecting a study
@@ -204,32 +205,54 @@ def collect_scale(study, n: int, seed: int) -> dict:
                       "note": "read off the paper's Figure 4 (midpoints of the ranges read); approximate"}}
 
 
+def tool_inputs(records: Sequence[Mapping], candidates: Path, tools: Sequence[str]) -> list[str]:
+    """Inputs to time a tool on: the calls that ran while answering, then the annotation's executed
+    candidates (there are hundreds of those, and only a handful of calls at eval time)."""
+    inputs = [c.get("input", "") for r in records for c in r.get("calls", [])
+              if c.get("reason", "") in RAN and c.get("tool") in tools]
+    if candidates.is_file():
+        with candidates.open(encoding="utf-8") as fh:
+            for line in fh:
+                c = json.loads(line)
+                if c.get("tool") in tools and c.get("input") and c.get("result") is not None:
+                    inputs.append(c["input"])
+    return inputs
+
+
+def decode_seconds(eval_folder: Path, tasks: Sequence[str], setting: str | None) -> float | None:
+    """Wall seconds the model spent answering every task under ``setting`` (the records carry each
+    batch's time shared among its examples)."""
+    recs = [r for t in tasks for r in (load_records(eval_folder, LABEL, setting, t) if setting else [])]
+    return sum(float(r.get("seconds") or 0.0) for r in recs) if recs else None
+
+
 def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
     out = {"recipes": {}}
     for recipe, base, cfg in sweep_configs(study):
         ref = {label: families_of(base / "eval", cfg.tasks, label, "disabled", None, n, seed)
                for label in ("base", "cc")}
-        points, inputs = [], []
+        points, ran = [], []
         for value in study.values:
             v = base / value_label(study, value)
             marker = v / "annotate" / "refilter.json"
             info = json.loads(marker.read_text()) if marker.is_file() else {}
             on = tools_setting(v / "eval", prefer=f"k{cfg.k_eval}")
             recs = [r for t in cfg.tasks for r in (load_records(v / "eval", LABEL, on, t) if on else [])]
-            if value == study.values[0]:
-                inputs = [c.get("input", "") for r in recs for c in r.get("calls", [])
-                          if c.get("reason", "") in RAN and c.get("tool") in cfg.tools]
+            ran += recs
             train = v / "train-tools" / "train_summary.json"
             points.append({"value": value, "c_star_texts": info.get("c_star_texts"),
                            "c_star_calls": info.get("c_star_calls"), "candidates": info.get("candidates"),
                            "tau_f": info.get("tau_f"), "call_cost": info.get("call_cost"),
                            "answered": len(recs), "calls_ran": calls_ran(recs),
                            "call_rate": (sum(bool(r.get("called")) for r in recs) / len(recs)) if recs else None,
+                           "decode_seconds": {"tools": decode_seconds(v / "eval", cfg.tasks, on),
+                                              "disabled": decode_seconds(v / "eval", cfg.tasks, "disabled")},
                            "families": families_of(v / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {},
                            "best_step": json.loads(train.read_text()).get("best_step") if train.is_file() else None})
         entry = {"model": cfg.model, "tools": cfg.tools, "tasks": cfg.tasks, "reference": ref, "points": points,
                  "settings": to_dict(cfg)}
         if study.name == "cost" and points:
+            inputs = tool_inputs(ran, base / "annotate" / "candidates.jsonl", cfg.tools)
             entry["latency"] = (latency or measure_latency)(cfg.tools[0], inputs, study.latency_calls)
             mean_s = entry["latency"]["mean_seconds"]
             for p in points:
@@ -264,12 +287,36 @@ def sweep_findings(kind: str, points: Sequence[Mapping]) -> list[str]:
             + ("its interval clear of the worst's." if apart else "but the intervals of best and worst overlap: "
                "no value is distinguishable at this size."))
     if kind == "cost":
-        last = done[-1]
+        first, last = done[0], done[-1]
         if last.get("latency_saved_s") is not None:
             lines.append(f"At λ {last['value']:g}, {last['calls_saved']} fewer tool calls ran than at λ "
-                         f"{done[0]['value']:g}: {last['latency_saved_s']:.2f} s of tool time saved over "
-                         f"{last['answered']} answers.")
+                         f"{first['value']:g} over {last['answered']} answers ({first['calls_ran']} → "
+                         f"{last['calls_ran']}): {signed_seconds(last['latency_saved_s'])} of tool time saved.")
+        overheads = [(p["value"], tool_overhead(p)) for p in done if tool_overhead(p) is not None]
+        if overheads:
+            lines.append("Answering with tools took " + ", ".join(f"{signed_seconds(o)} at λ {v:g}"
+                                                                  for v, o in overheads)
+                         + " against calls disabled (the same examples, back to back; wall time, so noisy on a "
+                         "shared machine).")
     return lines
+
+
+def tool_overhead(point: Mapping) -> float | None:
+    """Seconds answering with tools took beyond answering with calls disabled."""
+    secs = point.get("decode_seconds") or {}
+    if secs.get("tools") is None or secs.get("disabled") is None:
+        return None
+    return secs["tools"] - secs["disabled"]
+
+
+def signed_seconds(x: float) -> str:
+    """
+    >>> signed_seconds(0.00068), signed_seconds(-2.5), signed_seconds(75.0)
+    ('+0.68 ms', '−2.50 s', '+75.0 s')
+    """
+    sign = "+" if x >= 0 else "−"
+    a = abs(x)
+    return f"{sign}{1000 * a:.2f} ms" if a < 0.1 else f"{sign}{a:.2f} s" if a < 10 else f"{sign}{a:.1f} s"
 
 
 # ---------------------------------------------------------------- report.md and plots
@@ -288,15 +335,16 @@ def _sweep_blocks(kind: str, res: Mapping, plots: dict) -> list[R.Block]:
         header = [sym, "C* texts", "C* calls", "family", "n", "tools % [95% CI]", "disabled % [95% CI]",
                   "tools − disabled [95% CI]", "calls %"]
         if kind == "cost":
-            header += ["calls run", "saved tool time"]
+            header += ["calls run", "tool time saved", "answering: tools − disabled"]
         rows = []
         for p in e["points"]:
             for fam, s in (p["families"] or {"–": None}).items():
                 row = [f"{p['value']:g}", p["c_star_texts"], p["c_star_calls"], fam, s["n"] if s else 0,
                        _acc(s, "tools"), _acc(s, "disabled"), results.diff_ci(s), pct(s and s["call_rate"])]
                 if kind == "cost":
-                    saved = p.get("latency_saved_s")
-                    row += [p["calls_ran"], "–" if saved is None else f"{saved:.2f} s"]
+                    saved, over = p.get("latency_saved_s"), tool_overhead(p)
+                    row += [p["calls_ran"], "–" if saved is None else signed_seconds(saved),
+                            "–" if over is None else signed_seconds(over)]
                 rows.append(row)
         blocks.append(R.Block("table", header=header, rows=rows))
         ref_rows = [[name, fam, s["n"], _acc(s, "tools")] for label, name in (("base", "base"), ("cc", "+CC"))
@@ -307,8 +355,11 @@ def _sweep_blocks(kind: str, res: Mapping, plots: dict) -> list[R.Block]:
         if kind == "cost" and e.get("latency"):
             lat = e["latency"]
             mean = "–" if lat["mean_seconds"] is None else f"{1000 * lat['mean_seconds']:.2f} ms"
-            blocks.append(R.Block("p", f"Tool latency: {lat['tool']} {mean} per call ({lat['how']}); saved tool time "
-                                       "= (calls run at the smallest λ − calls run at λ) × that mean."))
+            blocks.append(R.Block("p", f"Tool latency: {lat['tool']} {mean} per call ({lat['how']}); tool time "
+                                       "saved = (calls run at the smallest λ − calls run at λ) × that mean. "
+                                       "'Answering: tools − disabled' is the model's whole extra wall time with "
+                                       "tools on (writing the call, running it, reading its result), summed over "
+                                       "the answers; a call's cost is mostly there, not in the tool."))
     return blocks
 
 
