@@ -75,6 +75,12 @@ def test_the_cli_parses_flags_over_the_yaml(monkeypatch):
     assert parser.parse_args(["tau", "--from", "runs/search"]).from_run == "runs/search"
 
 
+def test_a_per_recipe_flag_extends_the_studys_own_and_wins_where_they_overlap():
+    study = S.load_study("scale", {"per_recipe": ["search.eval_limit=200"]})
+    search = L.recipe_config(study, "search", Path("x"), "smollm2-135m")
+    assert search.eval_limit == 200 and search.docs == 30 and search.references is False  # the YAML's stay
+
+
 def test_bad_input_is_one_line_naming_the_fix(capsys):
     assert cmd.main(["taus", "--estimate"]) == 2
     err = capsys.readouterr().err.strip()
@@ -244,9 +250,13 @@ def test_the_scale_report_states_emergence_from_the_numbers_beside_the_paper(tmp
             sub = tmp_path / "run" / f"math-{model}"
             _records(sub, "toolformer", "k10", task, [i < 10 + gain for i in range(60)], True)
             _records(sub, "toolformer", "disabled", task, [i < 10 for i in range(60)], False)
+    qwen_results = tmp_path / "run" / "math-qwen2.5-coder-0.5b" / "results"
+    qwen_results.mkdir()
+    (qwen_results / "results.json").write_text(json.dumps({"annotation": {"c_star_calls": 12, "c_star_texts": 7}}))
     folder = RS.write_study(study, "toolformer study scale")
     text = (folder / "report.md").read_text()
     res = json.loads((folder / "results.json").read_text())
+    assert "| math | qwen2.5-coder-0.5b | 630M | 12 / 7 | 120 |" in text and "| 135M | – |" in text
     assert text.startswith("# Study: scale") and text.index("## Finding") < text.index("## Ours")
     assert res["findings"] == ["math: tools help from 630M on (paired interval above 0); the paper saw the gap "
                                "open at ~775M — here earlier."]

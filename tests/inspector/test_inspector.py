@@ -93,6 +93,16 @@ def _chrome():
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
 
 
+# The counts table read in one step inside the page: reading it cell by cell over WebDriver races
+# with the page re-rendering it after a τf change (a stale element under load).
+COUNTS_JS = ("return Object.fromEntries([...document.querySelectorAll('#counts tbody tr')]"
+             ".map(r => [r.cells[0].textContent.trim(), r.cells[3].textContent.trim()]));")
+
+
+def _counts(driver) -> dict:
+    return driver.execute_script(COUNTS_JS)
+
+
 @pytest.mark.browser
 def test_page_in_real_browser_escapes_text_and_recounts(run_dir, tmp_path):
     from selenium.webdriver.common.by import By
@@ -105,8 +115,7 @@ def test_page_in_real_browser_escapes_text_and_recounts(run_dir, tmp_path):
         while driver.execute_script("return document.body.dataset.ready") != "1":
             assert time.time() < deadline, "page did not finish loading"
             time.sleep(0.1)
-        counts = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[3].text
-                  for r in driver.find_elements(By.CSS_SELECTOR, "#counts tbody tr")}
+        counts = _counts(driver)
         assert counts == {"Calculator": "1", "WikiSearch": "1"}
         # the document holding <script> and an onerror image is shown as text and never runs
         driver.find_elements(By.CSS_SELECTOR, "#candidates tbody tr")[1].click()
@@ -121,8 +130,7 @@ def test_page_in_real_browser_escapes_text_and_recounts(run_dir, tmp_path):
                               "s.dispatchEvent(new Event('input'));")
         deadline = time.time() + 10
         while True:
-            counts = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[3].text
-                      for r in driver.find_elements(By.CSS_SELECTOR, "#counts tbody tr")}
+            counts = _counts(driver)
             if counts.get("Calculator") == "2" or time.time() > deadline:
                 break
             time.sleep(0.1)

@@ -178,6 +178,13 @@ def _settings(folder: Path) -> dict:
     return json.loads(path.read_text())["settings"] if path.is_file() else {}
 
 
+def c_star_size(run: Path) -> dict:
+    """Calls and texts in the C* a recipe run fine-tuned on (from its results), to read call rates by."""
+    path = run / "results" / "results.json"
+    ann = json.loads(path.read_text("utf-8")).get("annotation", {}) if path.is_file() else {}
+    return {"c_star_calls": ann.get("c_star_calls"), "c_star_texts": ann.get("c_star_texts")}
+
+
 def collect_scale(study, n: int, seed: int) -> dict:
     """Per (recipe, model, family): tools vs disabled under the paper's decoding (``rows``) and, for
     recipes that also evaluated it, with '->' forced (``forced_rows``, a deviation shown beside)."""
@@ -187,12 +194,13 @@ def collect_scale(study, n: int, seed: int) -> dict:
             sub = Path(study.out) / f"{recipe}-{model}"
             cfg = recipe_config(study, recipe, sub, model)
             on = tools_setting(sub / "eval", prefer=f"k{cfg.k_eval}")
+            c_star = c_star_size(sub)
             for setting, into in ((on, rows), (f"{on}+arrow", forced_rows)):
                 if not on or not (sub / "eval" / LABEL / setting).is_dir():
                     continue
                 for fam, stats in families_of(sub / "eval", cfg.tasks, LABEL, setting, "disabled", n, seed).items():
                     into.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam,
-                                 "setting": setting, **stats})
+                                 "setting": setting, **c_star, **stats})
     findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f])
                 for f in sorted({r["family"] for r in rows})]
     findings += ["With '->' forced (a deviation): " + emergence_text(f, [(r["params"], r) for r in forced_rows
@@ -364,9 +372,10 @@ def _sweep_blocks(kind: str, res: Mapping, plots: dict) -> list[R.Block]:
 
 
 def _scale_table(rows: Sequence[Mapping]) -> R.Block:
-    return R.Block("table", header=["family", "model", "parameters", "n", "tools % [95% CI]", "disabled % [95% CI]",
-                                    "tools − disabled, paired [95% CI]", "calls %"],
-                   rows=[[r["family"], r["model"], paper.size_name(r["params"]), r["n"], _acc(r, "tools"),
+    return R.Block("table", header=["family", "model", "parameters", "C* calls / texts", "n", "tools % [95% CI]",
+                                    "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"],
+                   rows=[[r["family"], r["model"], paper.size_name(r["params"]),
+                          "–" if r.get("c_star_calls") is None else f"{r['c_star_calls']} / {r['c_star_texts']}", r["n"], _acc(r, "tools"),
                           _acc(r, "disabled"), results.diff_ci(r), pct(r["call_rate"])]
                          for r in sorted(rows, key=lambda r: (r["family"], r["params"] or 0))])
 
@@ -411,6 +420,7 @@ def plot_scale(res: Mapping, folder: Path) -> str | None:
         if forced:
             ax.plot([r["params"] for r in forced], [100 * r["tools"]["accuracy"] for r in forced], ":^",
                     label="ours, tools, '->' forced")
+            ax.legend(fontsize="x-small")
         if fam in res["paper"]["figure_4"]:
             ref = res["paper"]["figure_4"][fam]
             ax.plot(res["paper"]["sizes"], ref["tools"], "-o", color="grey", mfc="none", label="paper, tools")

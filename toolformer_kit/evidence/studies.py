@@ -74,8 +74,8 @@ class StudyConfig:
     eval_batch: Optional[int] = _f(None, "prompts decoded together (default: the recipe's)")
     tasks: Optional[list[str]] = _f(None, "evaluation tasks, every recipe (default: the recipe's)")
     per_recipe: list[str] = _f([], "overrides for one recipe, RECIPE.SETTING=VALUE (any recipe setting), "
-                                   "e.g. search.docs=60,math.eval_limit=50; a size above, when set, wins for "
-                                   "every recipe")
+                                   "e.g. search.docs=60,math.eval_limit=50, added to the study's own (later wins); "
+                                   "a size above, when set, wins for every recipe")
     # ------------------------------------------------------------ report and machine
     latency_calls: int = _f(200, "cost: stored tool calls re-run uncached to measure the tool's mean latency", min=1)
     bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
@@ -117,11 +117,16 @@ def studies_dir() -> Path:
 
 
 def load_study(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> StudyConfig:
-    """The study's YAML (``configs/studies/NAME.yaml``, optional) with ``overrides`` on top."""
+    """The study's YAML (``configs/studies/NAME.yaml``, optional) with ``overrides`` on top; a
+    ``per_recipe`` override extends the YAML's list (the later entry wins), so that
+    ``--per-recipe search.eval_limit=200`` keeps the study's other per-recipe sizes."""
     path = (folder or studies_dir()) / f"{name}.yaml"
     values = load_config_file(path) if path.is_file() else {}
     values["name"] = name
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if "per_recipe" in overrides:
+        overrides["per_recipe"] = list(values.get("per_recipe") or []) + list(overrides["per_recipe"])
+    values.update(overrides)
     return from_dict(StudyConfig, values, source=str(path) if path.is_file() else "flags")
 
 
