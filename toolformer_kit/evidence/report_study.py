@@ -117,18 +117,33 @@ def helps(stats: Mapping | None) -> bool:
     return bool(stats and stats.get("diff_ci95") and stats["diff_ci95"][0] > 0)
 
 
+RARE_CALLS = 0.2  # below this share of inputs with a call at every size, "no gain" says little
+
+
 def emergence_text(fam: str, points: Sequence[tuple[float, Mapping | None]]) -> str:
-    """One sentence: from which size tools help here (paired interval above 0), beside the paper.
+    """From which size tools help here (paired interval above 0), beside the paper; with a caveat
+    when no size calls on more than :data:`RARE_CALLS` of its inputs, since a model that hardly
+    calls cannot show a gain whatever its size.
 
     >>> s = {"diff": 0.1, "diff_ci95": [0.02, 0.2]}; n = {"diff": 0.0, "diff_ci95": [-0.05, 0.05]}
     >>> emergence_text("math", [(135e6, n), (630e6, s)])
     'math: tools help from 630M on (paired interval above 0); the paper saw the gap open at ~775M — here earlier.'
     >>> emergence_text("QA", [(135e6, n), (630e6, n)])[:60]
     'QA: tools help at none of the sizes here (135M–630M); the pa'
+    >>> emergence_text("QA", [(135e6, n | {"call_rate": 0.03}), (630e6, n | {"call_rate": 0.1})])[-99:]
+    'But calls open on at most 10.0% of inputs at any size here: too little tool use to place the point.'
     """
     measured = [(p, s) for p, s in points if p is not None and s is not None]
     if not measured:
         return f"{fam}: no size has evaluated examples yet."
+    rates = [s["call_rate"] for _, s in measured if s.get("call_rate") is not None]
+    if rates and max(rates) < RARE_CALLS:
+        return (_emergence_sentence(fam, measured) + f" But calls open on at most {pct(max(rates))}% of inputs at "
+                "any size here: too little tool use to place the point.")
+    return _emergence_sentence(fam, measured)
+
+
+def _emergence_sentence(fam: str, measured: Sequence[tuple[float, Mapping]]) -> str:
     sizes = [p for p, _ in measured]
     found = paper.emergence(sizes, [helps(s) for _, s in measured])
     theirs = paper.paper_emergence(fam) if fam in paper.FIGURE_4 else None
