@@ -307,8 +307,10 @@ def sweep_findings(kind: str, points: Sequence[Mapping]) -> list[str]:
             f"{pct(last[1]['tools']['accuracy'])}% at {sym} {last[0]['value']:g} (calls on "
             f"{pct(first[1]['call_rate'])}% → {pct(last[1]['call_rate'])}% of inputs; C* "
             f"{first[0]['c_star_calls']} → {last[0]['c_star_calls']} calls). Best at {sym} {best[0]['value']:g}, "
-            + ("its interval clear of the worst's." if apart else "but the intervals of best and worst overlap: "
-               "no value is distinguishable at this size."))
+            + ((f"its interval clear of the worst's; with calls disabled the same two models score "
+                f"{pct(best[1]['disabled']['accuracy'])}% and {pct(worst[1]['disabled']['accuracy'])}%, so "
+                + ("the difference is not the calls'." if best[1]["diff_ci95"][0] <= 0 else "the calls add to it."))
+               if apart else "but the intervals of best and worst overlap: no value is distinguishable at this size."))
     if kind == "cost":
         first, last = done[0], done[-1]
         if last.get("latency_saved_s") is not None:
