@@ -28,7 +28,7 @@ import os
 import sys
 import time
 
-from bench_models import rooflines  # the same roofline measure as the model benchmark
+from toolformer_kit.lm.base import matmul_rates as rooflines  # the model benchmark's roofline measure
 
 
 def flop_model(lm) -> tuple[float, float]:

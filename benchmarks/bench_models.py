@@ -21,21 +21,7 @@ from pathlib import Path
 
 import torch
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def rooflines(n: int = 2048, repeats: int = 5) -> dict[str, float]:
-    """GFLOP/s of an n² matmul per dtype, alternating the dtypes so that both see the same load."""
-    times: dict[str, list[float]] = {k: [] for k in DTYPES}
-    mats = {k: (torch.randn(n, n, dtype=d), torch.randn(n, n, dtype=d)) for k, d in DTYPES.items()}
-    for k, (a, b) in mats.items():
-        a @ b  # warm-up
-    for _ in range(repeats):
-        for k, (a, b) in mats.items():
-            t = time.perf_counter()
-            a @ b
-            times[k].append(time.perf_counter() - t)
-    return {k: 2 * n**3 / statistics.median(v) / 1e9 for k, v in times.items()}
+from toolformer_kit.lm.base import matmul_rates as rooflines  # the one roofline measure
 
 
 def forward_flops_per_token(model, seq: int) -> float:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from toolformer_kit.evidence.cost import matmul_gflops
+from toolformer_kit.lm.base import matmul_gflops
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_annotate import flop_model, pipeline_annotate_config  # noqa: E402

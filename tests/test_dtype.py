@@ -25,17 +25,17 @@ def test_auto_is_bf16_only_with_hardware_bf16_or_a_gpu():
 def test_auto_measures_bf16_where_the_flag_is_present_and_picks_fp32_when_bf16_is_slower(monkeypatch):
     from toolformer_kit.lm import base
 
-    rates = {None: 130.0}  # an Intel Xeon with avx512_bf16 and no AMX: bf16 at half the fp32 rate
+    rates = {"fp32": 130.0, "bf16": 70.0}  # an Intel Xeon with avx512_bf16 and no AMX: bf16 at half the fp32 rate
     monkeypatch.setattr(base, "native_bf16", lambda: True)
-    monkeypatch.setattr(base, "matmul_gflops", lambda n, repeats, dtype=None: rates.get(dtype, 70.0))
+    monkeypatch.setattr(base, "matmul_rates", lambda n, repeats: dict(rates))
     monkeypatch.setattr(base, "_BF16_PAYS", {})
     monkeypatch.delenv(base.BF16_ENV, raising=False)
     assert resolve_dtype("auto", "cpu") == "float32"
     monkeypatch.setattr(base, "_BF16_PAYS", {})
-    rates[None] = 20.0  # an EPYC with avx512_bf16: bf16 several times faster
+    rates["fp32"] = 20.0  # an EPYC with avx512_bf16: bf16 several times faster
     assert resolve_dtype("auto", "cpu") == "bfloat16"
     monkeypatch.setenv(base.BF16_ENV, "0")  # the user's word wins, without measuring
-    monkeypatch.setattr(base, "matmul_gflops", lambda *a, **k: pytest.fail("measured despite the override"))
+    monkeypatch.setattr(base, "matmul_rates", lambda *a, **k: pytest.fail("measured despite the override"))
     assert resolve_dtype("auto", "cpu") == "float32"
     monkeypatch.setattr(base, "native_bf16", lambda: False)
     monkeypatch.delenv(base.BF16_ENV)

@@ -3,9 +3,10 @@
 Each stage's cost is a rate measured here (2-core AMD EPYC, AVX2 only, fp32, torch 2.13 CPU) times
 the stage's size knob: windows × sampled calls for annotation, steps × sequences × tokens for
 training, examples × runs for evaluation; where ``--dtype auto`` runs bf16 (a CPU where bf16 is
-measured faster), each stage takes the share of that measured on such a CPU (:data:`BF16_SHARE`). The estimate is the sizing rationale of the recipes'
-defaults (each ≤ 90 minutes) and the starting point of the ETA, which then rescales itself by how
-fast the finished stages actually ran (on a shared machine everything runs slower alike).
+measured faster), each stage takes the share of that measured on such a CPU (:data:`BF16_SHARE`).
+The estimate is the sizing rationale of the recipes' defaults (each ≤ 90 minutes) and the starting
+point of the ETA, which then rescales itself by how fast the finished stages actually ran (on a
+shared machine everything runs slower alike).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import time
 from typing import Mapping, Sequence
 
-from ..lm.base import bf16_pays, matmul_gflops  # noqa: F401 - matmul_gflops: the roofline, re-exported
+from ..lm.base import bf16_pays
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ SCORED_SHARE = 0.63  # sampled calls that parse and run, and so are scored (15 o
 MATH_TASKS = {"svamp", "asdiv", "mawps"}
 SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59}  # examples that pass the LAMA filter on the shared copies
 EVAL_RUNS = 4  # base, +CC, tool-trained with tools, tool-trained disabled
+REFERENCE_RUNS = 2  # of those, base and +CC (skipped without ``references``)
 MODEL_LOADS = 3
 
 
@@ -108,7 +110,7 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
     examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
-    runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else 2)
+    runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else REFERENCE_RUNS)
     evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]
     annotate = annotate_seconds(cfg, r)
     if bf16_pays() if bf16 is None else bf16:
@@ -116,7 +118,8 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
         train *= BF16_SHARE["train"]
         evaluate *= BF16_SHARE["evaluate"].get(cfg.model, max(BF16_SHARE["evaluate"].values()))
     return {"models": 5.0, "corpus": 5.0, "annotate": annotate, "train (tools)": train,
-            "train (+CC)": train if cfg.references else 0.0, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate, "report": 5.0}
+            "train (+CC)": train if cfg.references else 0.0, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate,
+            "report": 5.0}
 
 
 def remaining(estimates: Mapping[str, float], done: Mapping[str, float], todo: Sequence[str]) -> float:

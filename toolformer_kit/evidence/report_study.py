@@ -242,11 +242,14 @@ def tool_inputs(records: Sequence[Mapping], candidates: Path, tools: Sequence[st
     return inputs
 
 
-def decode_seconds(eval_folder: Path, tasks: Sequence[str], setting: str | None) -> float | None:
-    """Wall seconds the model spent answering every task under ``setting`` (the records carry each
-    batch's time shared among its examples)."""
-    recs = [r for t in tasks for r in (load_records(eval_folder, LABEL, setting, t) if setting else [])]
-    return sum(float(r.get("seconds") or 0.0) for r in recs) if recs else None
+def decode_seconds(records: Sequence[Mapping]) -> float | None:
+    """Wall seconds the model spent answering these records (each carries its batch's time shared
+    among the batch's examples).
+
+    >>> decode_seconds([{"seconds": 0.25}, {"seconds": 0.5}, {}]), decode_seconds([])
+    (0.75, None)
+    """
+    return sum(float(r.get("seconds") or 0.0) for r in records) if records else None
 
 
 def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
@@ -268,8 +271,8 @@ def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> 
                            "tau_f": info.get("tau_f"), "call_cost": info.get("call_cost"),
                            "answered": len(recs), "calls_ran": calls_ran(recs),
                            "call_rate": (sum(bool(r.get("called")) for r in recs) / len(recs)) if recs else None,
-                           "decode_seconds": {"tools": decode_seconds(v / "eval", cfg.tasks, on),
-                                              "disabled": decode_seconds(v / "eval", cfg.tasks, "disabled")},
+                           "decode_seconds": {"tools": decode_seconds(recs), "disabled": decode_seconds(
+                               [r for t in cfg.tasks for r in load_records(v / "eval", LABEL, "disabled", t)])},
                            "families": families_of(v / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {},
                            "best_step": json.loads(train.read_text()).get("best_step") if train.is_file() else None})
         entry = {"model": cfg.model, "tools": cfg.tools, "tasks": cfg.tasks, "reference": ref, "points": points,
@@ -307,23 +310,28 @@ def sweep_findings(kind: str, points: Sequence[Mapping]) -> list[str]:
             f"{pct(last[1]['tools']['accuracy'])}% at {sym} {last[0]['value']:g} (calls on "
             f"{pct(first[1]['call_rate'])}% → {pct(last[1]['call_rate'])}% of inputs; C* "
             f"{first[0]['c_star_calls']} → {last[0]['c_star_calls']} calls). Best at {sym} {best[0]['value']:g}, "
-            + ((f"its interval clear of the worst's; with calls disabled the same two models score "
-                f"{pct(best[1]['disabled']['accuracy'])}% and {pct(worst[1]['disabled']['accuracy'])}%, so "
-                + ("the difference is not the calls'." if best[1]["diff_ci95"][0] <= 0 else "the calls add to it."))
-               if apart else "but the intervals of best and worst overlap: no value is distinguishable at this size."))
+            + (_apart_text(best[1], worst[1]) if apart
+               else "but the intervals of best and worst overlap: no value is distinguishable at this size."))
     if kind == "cost":
         first, last = done[0], done[-1]
         if last.get("latency_saved_s") is not None:
             lines.append(f"At λ {last['value']:g}, {last['calls_saved']} fewer tool calls ran than at λ "
                          f"{first['value']:g} over {last['answered']} answers ({first['calls_ran']} → "
                          f"{last['calls_ran']}): {signed_seconds(last['latency_saved_s'])} of tool time saved.")
-        overheads = [(p["value"], tool_overhead(p)) for p in done if tool_overhead(p) is not None]
+        overheads = [(p["value"], o) for p in done if (o := tool_overhead(p)) is not None]
         if overheads:
             lines.append("Answering with tools took " + ", ".join(f"{signed_seconds(o)} at λ {v:g}"
                                                                   for v, o in overheads)
                          + " against calls disabled (the same examples, back to back; wall time, so noisy on a "
                          "shared machine).")
     return lines
+
+
+def _apart_text(best: Mapping, worst: Mapping) -> str:
+    """Why the best value beats the worst: the same two models with calls disabled say whether it is the calls."""
+    return (f"its interval clear of the worst's; with calls disabled the same two models score "
+            f"{pct(best['disabled']['accuracy'])}% and {pct(worst['disabled']['accuracy'])}%, so "
+            + ("the difference is not the calls'." if best["diff_ci95"][0] <= 0 else "the calls add to it."))
 
 
 def tool_overhead(point: Mapping) -> float | None:
@@ -392,8 +400,8 @@ def _scale_table(rows: Sequence[Mapping]) -> R.Block:
     return R.Block("table", header=["family", "model", "parameters", "C* calls / texts", "n", "tools % [95% CI]",
                                     "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"],
                    rows=[[r["family"], r["model"], paper.size_name(r["params"]),
-                          "–" if r.get("c_star_calls") is None else f"{r['c_star_calls']} / {r['c_star_texts']}", r["n"], _acc(r, "tools"),
-                          _acc(r, "disabled"), results.diff_ci(r), pct(r["call_rate"])]
+                          "–" if r.get("c_star_calls") is None else f"{r['c_star_calls']} / {r['c_star_texts']}",
+                          r["n"], _acc(r, "tools"), _acc(r, "disabled"), results.diff_ci(r), pct(r["call_rate"])]
                          for r in sorted(rows, key=lambda r: (r["family"], r["params"] or 0))])
 
 

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 from .. import blocks as R
 from ..eval.metrics import bootstrap_ci, mean, paired_bootstrap_diff
 from ..eval.records import RECORDS, read_records
-from .cost import matmul_gflops
+from ..lm.base import matmul_gflops
 from .funnel import USEFUL, funnel, search_useful, weakest_step
 
 log = logging.getLogger(__name__)

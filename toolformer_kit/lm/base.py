@@ -243,23 +243,30 @@ BF16_ENV = "TOOLFORMER_CPU_BF16"
 BF16_MIN_GAIN = 1.2  # bf16 must beat fp32 by this much to be worth its rounding
 
 
-def matmul_gflops(n: int = 2048, repeats: int = 7, dtype=None) -> float:
-    """The rate of a plain n² matmul through torch on its current threads (median of ``repeats``;
-    fp32 unless ``dtype`` says otherwise): the roofline a dense transformer forward can approach on
-    a CPU. benchmarks/bench_models.py measures it the same way."""
+def matmul_rates(n: int = 2048, repeats: int = 5, dtypes: Sequence[str] = ("fp32", "bf16")) -> dict[str, float]:
+    """GFLOP/s of a plain n² matmul per dtype on torch's current threads (median of ``repeats``),
+    alternating the dtypes so that both see the same load on a shared machine: the rooflines a dense
+    transformer forward can approach on a CPU."""
     import statistics
     import time
 
     import torch  # lazy: heavy
 
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    a @ b  # warm-up
-    times = []
+    mats = {k: [torch.randn(n, n, dtype=getattr(torch, DTYPE_NAMES[k])) for _ in range(2)] for k in dtypes}
+    for a, b in mats.values():
+        a @ b  # warm-up
+    times: dict[str, list[float]] = {k: [] for k in dtypes}
     for _ in range(repeats):
-        t = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9
+        for k, (a, b) in mats.items():
+            t = time.perf_counter()
+            a @ b
+            times[k].append(time.perf_counter() - t)
+    return {k: 2 * n**3 / statistics.median(v) / 1e9 for k, v in times.items()}
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 7) -> float:
+    """The fp32 roofline (:func:`matmul_rates`)."""
+    return matmul_rates(n, repeats, ("fp32",))["fp32"]
 
 
 def bf16_faster(fp32_gflops: float, bf16_gflops: float, min_gain: float = BF16_MIN_GAIN) -> bool:
@@ -278,7 +285,8 @@ def bf16_pays() -> bool:
     """Whether ``--dtype auto`` should run bf16 on this CPU. The hardware flag is necessary, not
     sufficient: an AMD EPYC with avx512_bf16 ran a 2048² bf16 matmul 4.2× faster than fp32, an Intel
     Xeon with avx512_bf16 and no AMX ran it at half the fp32 rate (70 vs 130 GFLOP/s, one thread).
-    So where the flag is present, both are timed once per process and thread count (~0.3 s).
+    So where the flag is present, both are timed side by side once per process and thread count
+    (~0.3 s).
     ``$TOOLFORMER_CPU_BF16=1`` or ``0`` skips the measurement."""
     forced = os.environ.get(BF16_ENV, "").strip()
     if forced in ("0", "1"):
@@ -289,7 +297,8 @@ def bf16_pays() -> bool:
 
     threads = torch.get_num_threads()
     if threads not in _BF16_PAYS:
-        fp32, bf16 = matmul_gflops(1024, 5), matmul_gflops(1024, 5, torch.bfloat16)
+        rates = matmul_rates(1024, 5)
+        fp32, bf16 = rates["fp32"], rates["bf16"]
         _BF16_PAYS[threads] = bf16_faster(fp32, bf16)
         log.info("CPU matmul on %d threads: fp32 %.0f, bf16 %.0f GFLOP/s: --dtype auto runs %s (%s=0/1 to choose)",
                  threads, fp32, bf16, "bf16" if _BF16_PAYS[threads] else "fp32", BF16_ENV)
@@ -300,7 +309,8 @@ def resolve_dtype(name: str | None, device: str = "cpu", bf16_cpu: bool | None =
     """``auto|fp32|bf16`` (torch's names too) → the torch dtype name to load a model in.
 
     ``auto`` is bf16 on a GPU or on a CPU where bf16 is measured faster (:func:`bf16_pays`), fp32
-    elsewhere: emulated or slow bf16 costs time and buys nothing. ``None`` (library callers) keeps the exact default: fp32 on a CPU.
+    elsewhere: emulated or slow bf16 costs time and buys nothing. ``None`` (library callers) keeps the
+    exact default: fp32 on a CPU.
 
     >>> resolve_dtype("fp32"), resolve_dtype("bf16"), resolve_dtype("auto", "cuda")
     ('float32', 'bfloat16', 'bfloat16')
