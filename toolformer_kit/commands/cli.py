@@ -26,6 +26,7 @@ COMMANDS = {
     "pipeline": "toolformer_kit.commands.pipeline",
     "experiment": "toolformer_kit.commands.experiment",
     "study": "toolformer_kit.commands.study",
+    "campaign": "toolformer_kit.commands.campaign",
 }
 
 log = logging.getLogger("toolformer_kit")

@@ -1,0 +1,141 @@
+"""A campaign's bank: the committed shard files, and the pure helpers that read C* and its study
+numbers out of them (see :mod:`.campaign` for why a bank, and its layout)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..annotate import records as R
+from ..annotate.merge import best_per_position
+from ..annotate.refilter import redecide
+from ..config import ConfigError
+from ..files import write_atomic
+
+FORMAT = "toolformer-kit campaign v1"
+BIN = 0.1  # nats: width of the score histogram's bins
+RANKS = ((1, 1), (2, 5), (6, 10), (11, 20))
+
+
+def histogram(scores: Iterable[float], width: float = BIN) -> dict[str, int]:
+    """Counts per bin of ``width`` nats, keyed by the bin's lower edge.
+
+    >>> histogram([-0.05, 0.0, 0.04, 0.31, 1.0])
+    {'-0.1': 1, '0.0': 2, '0.3': 1, '1.0': 1}
+    """
+    out: Counter = Counter()
+    for s in scores:
+        out[round(width * (s // width + 0.0), 1) + 0.0] += 1
+    return {str(k): v for k, v in sorted(out.items())}
+
+
+def position_ranks(positions: dict[str, list]) -> dict[tuple[str, int], int]:
+    """(doc, position) → its rank by p_i within the document (1 = likeliest).
+
+    >>> position_ranks({"d": [[4, 0.2], [9, 0.7]]})
+    {('d', 9): 1, ('d', 4): 2}
+    """
+    out = {}
+    for doc, rows in positions.items():
+        for rank, (pos, _) in enumerate(sorted(rows, key=lambda r: (-r[1], r[0])), start=1):
+            out[(doc, pos)] = rank
+    return out
+
+
+def merged(cands: Sequence[R.Candidate], tau_f: float) -> list[R.Candidate]:
+    """The calls C* holds at ``tau_f``: kept ones, one per position (the best)."""
+    return best_per_position(c for c in redecide(cands, tau_f) if c.kept)
+
+
+def rank_bucket(rank: int) -> str:
+    """>>> rank_bucket(1), rank_bucket(7), rank_bucket(40)
+    ('1', '6-10', '>20')"""
+    for lo, hi in RANKS:
+        if lo <= rank <= hi:
+            return str(lo) if lo == hi else f"{lo}-{hi}"
+    return f">{RANKS[-1][1]}"
+
+
+def kept_by_rank(calls: Sequence[R.Candidate], ranks: dict) -> dict[str, int]:
+    out = Counter(rank_bucket(ranks.get((c.doc_id, c.position), 99)) for c in calls)
+    return {b: out.get(b, 0) for b in [rank_bucket(lo) for lo, _ in RANKS] + [f">{RANKS[-1][1]}"] if out.get(b, 0) or b != ">20"}
+
+
+def _compact(c: R.Candidate) -> R.Candidate:
+    """Floats rounded to 5 decimals (10 µnats: far below the bf16 tolerance) to keep the bank small."""
+    for name in ("p_i", "L_eps", "L_call_noresult", "L_plus", "L_minus", "score"):
+        v = getattr(c, name)
+        if isinstance(v, float):
+            setattr(c, name, round(v, 5))
+    return c
+
+
+def bank_record(cands: Sequence[R.Candidate], stats: dict, windows: Sequence[str], dtype: str) -> tuple[list, dict]:
+    """(banked candidates, shard JSON) of one annotated shard."""
+    positions: dict[str, dict] = {}
+    for c in cands:
+        positions.setdefault(c.doc_id, {})[c.position] = round(c.p_i, 5)
+    scores = [c.score for c in cands if c.score is not None]
+    keep = [_compact(c) for c in cands if c.score is not None and c.score >= 0]
+    info = {"windows": list(windows), "dtype": dtype, "stats": stats, "score_histogram": histogram(scores),
+            "scored": len(scores), "positions": {d: sorted([p, v] for p, v in ps.items()) for d, ps in positions.items()}}
+    return keep, info
+
+
+# ------------------------------------------------------------------ the bank
+class Bank:
+    """The committed shard files of a campaign: read, checked against the settings, appended."""
+
+    def __init__(self, out: str | Path):
+        self.dir = Path(out) / "bank"
+
+    def shard(self, n: int, suffix: str = ".jsonl") -> Path:
+        return self.dir / f"shard-{n:05d}{suffix}"
+
+    def open(self, wanted: dict) -> None:
+        """Create the bank, or check that it holds this campaign (one error naming the fix)."""
+        head = self.dir / "campaign.json"
+        if head.exists():
+            have = json.loads(head.read_text(encoding="utf-8"))
+            keys = ("format", "settings", "corpus", "windows")
+            if any(have.get(k) != wanted.get(k) for k in keys):
+                diff = sorted(k for k in set(have.get("settings", {})) | set(wanted["settings"])
+                              if have.get("settings", {}).get(k) != wanted["settings"].get(k))
+                what = f"settings differ: {', '.join(diff)}" if diff else "the selected corpus differs"
+                raise ConfigError(f"{self.dir} holds another campaign ({what}); rerun with its settings "
+                                  "(bank/campaign.json) or pass a new --out")
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(head, json.dumps(wanted, indent=1, ensure_ascii=False))
+
+    def done(self, n: int) -> tuple[list[R.Candidate], dict] | None:
+        path = self.shard(n)
+        if not path.exists():
+            return None
+        return R.read_jsonl(path), json.loads(self.shard(n, ".json").read_text(encoding="utf-8"))
+
+    def write(self, n: int, keep: Sequence[R.Candidate], info: dict) -> None:
+        write_atomic(self.shard(n, ".json"), json.dumps(info, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+        write_atomic(self.shard(n), "".join(c.to_json() + "\n" for c in keep))
+
+
+@dataclass
+class Progress:
+    """What the bank holds so far, kept up to date shard by shard (the stop rule reads it)."""
+
+    shards: list = field(default_factory=list)  # (n, candidates, info)
+
+    def add(self, n: int, cands, info) -> None:
+        self.shards.append((n, cands, info))
+
+    @property
+    def candidates(self) -> list[R.Candidate]:
+        return [c for _, cs, _ in self.shards for c in cs]
+
+    def merged_calls(self, tau_f: float) -> int:
+        return len(merged(self.candidates, tau_f))
+
+

