@@ -4,6 +4,7 @@ numbers out of them (see :mod:`.campaign` for why a bank, and its layout)."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ def histogram(scores: Iterable[float], width: float = BIN) -> dict[str, int]:
     """
     out: Counter = Counter()
     for s in scores:
-        out[round(width * (s // width + 0.0), 1) + 0.0] += 1
+        out[round(width * math.floor(round(s / width, 9)), 1) + 0.0] += 1
     return {str(k): v for k, v in sorted(out.items())}
 
 
@@ -51,8 +52,11 @@ def merged(cands: Sequence[R.Candidate], tau_f: float) -> list[R.Candidate]:
 
 
 def rank_bucket(rank: int) -> str:
-    """>>> rank_bucket(1), rank_bucket(7), rank_bucket(40)
-    ('1', '6-10', '>20')"""
+    """The bucket of a position's rank in the kept-by-rank table.
+
+    >>> rank_bucket(1), rank_bucket(7), rank_bucket(40)
+    ('1', '6-10', '>20')
+    """
     for lo, hi in RANKS:
         if lo <= rank <= hi:
             return str(lo) if lo == hi else f"{lo}-{hi}"

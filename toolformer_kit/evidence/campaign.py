@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from ..annotate.config import AnnotateConfig
-from ..annotate.corpus import windowed
 from ..annotate.runner import fingerprint
 from ..config import ConfigError
 from .bank import FORMAT, Bank, Progress, bank_record
 from .dataset_card import publish
-from .selection import math_selection
+from .selection import math_selection, solution_windows
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +89,8 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
 def campaign_windows(cfg: CampaignConfig, count) -> tuple[list, dict]:
     """The selected corpus in reading order, cut into windows; and the selection counts."""
     sel = math_selection(cfg.seed, cfg.wiki)
-    docs, split = windowed(sel.docs, cfg.window_tokens, count, 32)
-    counts = dict(sel.counts, windows=len(docs), split_into_windows=split)
+    docs, cut = solution_windows(sel.docs, cfg.window_tokens, count, 32)
+    counts = dict(sel.counts, windows=len(docs), **cut)
     return docs, counts
 
 

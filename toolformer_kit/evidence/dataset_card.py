@@ -152,8 +152,10 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
               "(cue word, or a number that is +, −, × or ÷ of two nearby ones), seeded order."
               if "wiki_summaries" in sel else "- No Wikipedia text."),
              f"- {sel['documents']} documents → {sel['windows']} windows of ≤ {cfg.window_tokens} tokens "
-             f"({sel['split_into_windows']} documents split; 32 tokens of left context, never annotated). Windows "
-             "failing the strict pre-filter are skipped at annotation.", "",
+             f"({sel['split_into_windows']} documents split; 32 tokens of left context, never annotated). A problem's "
+             "question is read as context and never annotated: it states numbers, it computes none "
+             f"({sel['question_only_windows']} windows held question only and were left out). Windows failing the "
+             "strict pre-filter are skipped at annotation.", "",
              "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
              f"τf {cfg.tau_f} (the paper's Calculator settings); seed {cfg.seed}; dtype {cfg.dtype} "
              f"(shards by dtype run: {s['dtype_shards']}).",

@@ -14,6 +14,12 @@ each step kept:
   quotients, or non-integers, read from GSM8K's own ``<<a*b=c>>`` marks — used to order, never
   turned into calls: every call in C* comes from the method.
 
+* **Calls in the solution only.** A problem's question states its numbers; nothing in it is
+  computed, so a call placed there can only echo a given number or a later one. The pilot on the
+  whole text kept such calls ("Candy [Calculator(300 + 82 + 200 / 2 - 1000) -> -518] has a chair
+  rental business"): 8 of its 13 kept at τf 0.5 sat in the question. The question is therefore
+  read as context, never annotated (:func:`solution_windows`).
+
 Wikipedia lead summaries that pass the Calculator pre-filter's strict part (a cue word, or a
 number that is the sum, difference, product or quotient of two nearby ones) follow the GSM8K
 problems: real arithmetic-bearing text of another kind, read only once the problems run out.
@@ -26,7 +32,9 @@ import random
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Callable, Sequence
 
+from ..annotate.corpus import window_spans
 from ..annotate.document import Document
 from ..annotate.prefilters import calculator_keep
 from ..annotate.sources import _gsm8k_text, _load_wiki, _package_data
@@ -100,7 +108,36 @@ def gsm8k_selected(rows: list[dict], seed: int, counts: dict) -> list[Document]:
     tiebreak = {i: rng.random() for _, i, _ in kept}
     kept.sort(key=lambda hit: (-hit[0], tiebreak[hit[1]]))
     counts["gsm8k_by_hardness"] = {str(h): sum(1 for k in kept if k[0] == h) for h in sorted({k[0] for k in kept})}
-    return [Document(f"gsm8k:{i}", text, {"source": "gsm8k", "licence": "MIT", "hardness": h}) for h, i, text in kept]
+    return [Document(f"gsm8k:{i}", text, {"source": "gsm8k", "licence": "MIT", "hardness": h,
+                                          "question_chars": len(text.split("\n", 1)[0]) + 1})
+            for h, i, text in kept]
+
+
+def solution_windows(docs: Sequence[Document], max_tokens: int, count: Callable[[str], int],
+                     context_tokens: int = 32) -> tuple[list[Document], dict]:
+    r"""Documents cut into windows (as :func:`~toolformer_kit.annotate.corpus.windowed` cuts them),
+    with a problem's question turned into read-only context; a window that is all question is left
+    out. Also the counts: documents split, windows left out.
+
+    >>> d = Document("g", "Q has 3 and 4?\nSo 7.", {"question_chars": 15})
+    >>> ws, n = solution_windows([d], 100, len)
+    >>> ws[0].context_chars, ws[0].text[ws[0].context_chars:], n
+    (15, 'So 7.', {'split_into_windows': 0, 'question_only_windows': 0})
+    """
+    out, counts = [], {"split_into_windows": 0, "question_only_windows": 0}
+    for d in docs:
+        spans = window_spans(d.text, max_tokens, count, context_tokens)
+        counts["split_into_windows"] += len(spans) > 1
+        question = int(d.meta.get("question_chars", 0))
+        for w, (c, b, e) in enumerate(spans):
+            text = d.text[c:e]
+            ctx = max(len(d.text[c:b].rstrip()) if len(spans) > 1 else d.context_chars, question - c)
+            if ctx >= len(text.rstrip()):
+                counts["question_only_windows"] += 1
+                continue
+            doc_id, meta = (f"{d.doc_id}#{w}", dict(d.meta, window=w)) if len(spans) > 1 else (d.doc_id, d.meta)
+            out.append(Document(doc_id, text, meta, context_chars=max(ctx, 0)))
+    return out, counts
 
 
 def wiki_selected(seed: int, counts: dict) -> list[Document]:
