@@ -97,3 +97,11 @@ def test_a_problem_with_a_written_sum_is_dropped():
     docs = gsm8k_selected(rows, 0, counts)
     assert [d.doc_id for d in docs] == ["gsm8k:1"] and counts["gsm8k_no_written_sum"] == 1
     assert docs[0].text == "Q?\nHe buys 8 and 391" and docs[0].meta["hardness"] == 3
+
+
+def test_the_inspector_opens_a_campaign_folder(tmp_path, small_corpus):
+    from toolformer_kit.inspector.data import load
+
+    run(tmp_path, target_calls=0)
+    data = load([tmp_path / "out"])
+    assert data.candidates and data.tau_f == {"Calculator": 0.5} and data.summaries[0]["campaign"]

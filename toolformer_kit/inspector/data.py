@@ -112,6 +112,24 @@ def run_tau_f(summary: dict, tools: set[str]) -> dict[str, float]:
     return out
 
 
+def load_campaign(folder: Path, data: InspectData) -> None:
+    """A campaign's dataset folder (``toolformer campaign``): its banked candidates (score ≥ 0) and
+    C*; the calls are judged at the τf its summary names."""
+    cands = [_candidate(c, f"{folder.name}:{i}") for i, c in
+             enumerate(c for p in sorted((folder / "bank").glob("shard-*.jsonl")) for c in _jsonl(p))
+             if isinstance(c, dict)]
+    data.candidates += cands
+    if (folder / "data" / "cstar.jsonl").is_file():
+        for k, v in _texts(_jsonl(folder / "data" / "cstar.jsonl"), "original").items():
+            data.documents.setdefault(k, v)
+    summary_path = folder / "data" / "summary.json"
+    summary = json.loads(summary_path.read_text("utf-8")) if summary_path.is_file() else {}
+    if summary:
+        data.summaries.append({"source": str(folder), "campaign": True, **summary})
+    if "tau_f" in summary:
+        data.tau_f.update({t: float(summary["tau_f"]) for t in {c["tool"] for c in cands}})
+
+
 def load_eval(folder: Path, data: InspectData) -> None:
     for path in sorted(folder.glob("*/*/*/examples.jsonl")):
         model, setting, task = path.parts[-4:-1]
@@ -127,6 +145,8 @@ def load(folders: list[str | Path]) -> InspectData:
         before = (len(data.candidates), len(data.generations))
         if (folder / "candidates.jsonl").is_file():
             load_annotation(folder, data)
+        elif (folder / "bank" / "campaign.json").is_file():
+            load_campaign(folder, data)
         load_eval(folder, data)
         if (len(data.candidates), len(data.generations)) == before:
             raise FileNotFoundError(f"{folder} holds no annotation output (candidates.jsonl) and no "
