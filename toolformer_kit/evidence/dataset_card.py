@@ -3,8 +3,9 @@ Hugging Face dataset-card form (a YAML header, then prose), all rebuilt from the
 
 The card quotes a reader's judgement of a random sample of kept calls. That judgement is a
 person's (or a session's), not the code's: it is read from ``judged.json`` beside the card when
-present, and the card says "not judged yet" otherwise; the sample to judge is written to
-``data/judge-sample.jsonl`` with a fixed seed, so the judged calls are the ones the card names.
+present (with the judged rows and the bank's state when they were drawn), and the card says "not
+judged yet" otherwise; a fresh sample to judge is written to ``data/judge-sample.jsonl`` at every
+stop with a fixed seed.
 """
 
 from __future__ import annotations
@@ -174,9 +175,9 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
               "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
               "", "## Are the kept calls useful?", ""]
     if verdict:
-        lines += [f"Of a random sample of {verdict['sample']} kept calls (`data/judge-sample.jsonl`), "
-                  f"**{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** were judged useful. "
-                  + verdict["how"], ""]
+        lines += [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held "
+                  f"{verdict['as_of']}, **{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** "
+                  "were judged useful (each call with its verdict: `judged.json`). " + verdict["how"], ""]
     else:
         lines += ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
     lines += ["## Limits", "", "- Text of two kinds only (worked maths solutions, encyclopaedia leads), not a web "
