@@ -11,7 +11,9 @@ if ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 set +e
-.venv/bin/python -m pytest -m "not slow" --timeout 1200 "$@"
+# -P: the repository root is not put on sys.path, so its datasets/ folder cannot pass for the
+# Hugging Face `datasets` package (transformers' Trainer takes a namespace package of that name for it).
+.venv/bin/python -P -m pytest -m "not slow" --timeout 1200 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -162,7 +162,7 @@ def test_huge_number_does_not_break_the_calculator_prefilter_and_many_numbers_ar
 
 
 def _fake_runner(tmp_path, cache=""):
-    from tests.annotate.fakes import FakeEngine, FakeLM, calculator_tool
+    from annotate.fakes import FakeEngine, FakeLM, calculator_tool
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.annotate.execute import Executor
     from toolformer_kit.annotate.runner import Runner

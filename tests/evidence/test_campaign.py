@@ -11,7 +11,7 @@ from toolformer_kit.config import ConfigError
 from toolformer_kit.evidence import campaign as C
 from toolformer_kit.evidence.selection import Selection, gsm8k_selected, math_selection, written_sum_left
 
-from tests.annotate.fakes import FakeEngine, FakeLM, calculator_tool
+from annotate.fakes import FakeEngine, FakeLM, calculator_tool
 
 QUESTIONS = ["Ann has 12 cows and buys 30 more. How many?", "A box holds 6 eggs. How many in 4 boxes?",
              "Bo reads 10 pages and 15 more. How many?", "Cy walks 3 km and runs 5 km. How far?"]
