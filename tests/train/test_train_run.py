@@ -175,3 +175,25 @@ def test_dev_texts_carved_from_the_data_are_flagged_as_not_the_papers(tiny_model
     assert "not held-out documents as in the paper" in caplog.text and "--dev-data" in caplog.text
     held = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "b"), tok)
     assert held["counts"]["dev source"] == "held-out file dev.jsonl"
+
+
+def test_out_that_holds_a_model_it_did_not_write_is_refused_before_anything_loads(tiny_model, files, tmp_path,
+                                                                                  monkeypatch):
+    import hashlib
+    from pathlib import Path
+
+    weights = Path(tiny_model) / "model.safetensors"
+    before = hashlib.sha256(weights.read_bytes()).hexdigest()
+    monkeypatch.setattr(trainer_mod, "load_model", lambda cfg, path: pytest.fail("model loaded before --out checked"))
+    with pytest.raises(ConfigError, match="no training run wrote there"):  # the base model's own folder
+        trainer_mod.run_training(_cfg(tiny_model, *files, tiny_model))
+    inside = Path(tiny_model) / "sub"
+    with pytest.raises(ConfigError, match="is the folder of the base model"):
+        trainer_mod.run_training(_cfg(tiny_model, *files, inside))
+    assert not inside.exists()
+    other = tmp_path / "other-model"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="config.json that no training run wrote"):
+        trainer_mod.run_training(_cfg(tiny_model, *files, other))
+    assert hashlib.sha256(weights.read_bytes()).hexdigest() == before

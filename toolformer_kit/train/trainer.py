@@ -218,10 +218,25 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
             "tools": {} if cfg.plain_baseline else dict(train_tools), "removed_calls": dict(train_tools)}
 
 
-def _check_out(out: Path) -> None:
+MODEL_FILES = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin", "config.json")
+
+
+def _check_out(out: Path, base: str | None = None) -> None:
+    """Refuse an --out whose files this run would overwrite without having written them: the
+    base model's own folder (an embedded model's cache folder too), or a folder holding a model
+    that no training run left there (no checkpoints, no summary). Checked before anything loads."""
     if (out / SUMMARY).is_file():
         raise ConfigError(f"{out} already holds a finished run ({SUMMARY}); choose another --out or delete it")
-    out.mkdir(parents=True, exist_ok=True)
+    where = out.resolve()
+    if base is not None and Path(base).exists():
+        home = Path(base).resolve()
+        if where == home or home in where.parents:
+            raise ConfigError(f"--out {out} is the folder of the base model {base}: training would overwrite the "
+                              "model it starts from; pass a new folder for --out")
+    found = [n for n in MODEL_FILES if (out / n).exists()]
+    if found and not (out / CHECKPOINTS).is_dir():
+        raise ConfigError(f"--out {out} holds {', '.join(found)} that no training run wrote there; refusing to "
+                          "replace them: pass a new folder for --out")
 
 
 def _last_checkpoint(out: Path, resume: bool) -> str | None:
@@ -272,14 +287,15 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     """Train, keep the best checkpoint, write the final folder; returns the run summary."""
     cfg.require_paths()
     out = Path(cfg.out)
-    _check_out(out)
+    _check_out(out)  # a finished run: refused before the base model is resolved (which may pull it)
+    base_path = resolve_model(cfg.model)
+    _check_out(out, base_path)
+    out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
     bf16 = cfg.resolved_bf16(on_gpu=_device(cfg) != "cpu")
     resume_from = _last_checkpoint(out, cfg.resume)
-
-    base_path = resolve_model(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     prepared = prepare_data(cfg, tokenizer)
     if len(prepared["train"]) == 0:
