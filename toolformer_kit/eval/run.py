@@ -11,6 +11,7 @@ from ..config import ConfigError
 from ..lm.base import BACKENDS, load_lm, set_threads
 from .config import EvalConfig, load_tools, parse_model, resolve_data_dir
 from .harness import Setting, decoder_generate, evaluate
+from .records import RECORDS
 from .perplexity import run_perplexity
 from .report import write_report
 from .tasks import get_task, subset
@@ -28,12 +29,31 @@ def settings_for(cfg: EvalConfig) -> list[Setting]:
     return list({s.name: s for s in settings}.values())
 
 
+REPORT_FILES = ("summary.json", "table.md", "accuracy.png", "breakdown.png")
+
+
+def check_out(out: str | Path) -> None:
+    """Refuse an --out whose report files no evaluation wrote: the report is rewritten from the
+    records under ``out`` at the end of every run, so a foreign ``summary.json`` or ``table.md``
+    there would be replaced. A folder holding evaluation records (``MODEL/SETTING/TASK/…``, or
+    ``MODEL/perplexity/…``) is an earlier evaluation's, and is resumed."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; pass a folder (it is created if missing)")
+    theirs = [n for n in REPORT_FILES if (out / n).exists()]
+    ours = next(out.glob(f"*/*/*/{RECORDS}"), None) or next(out.glob("*/perplexity/*.json*"), None)
+    if theirs and ours is None:
+        raise ConfigError(f"--out {out} holds {', '.join(theirs)} that no evaluation wrote there (no records under "
+                          "it); refusing to replace them: pass a new folder for --out")
+
+
 def run_eval(cfg: EvalConfig) -> list[dict]:
     """Evaluate every model of ``cfg`` and write the report; returns the summaries. Every input
     is checked (models given, backend, tasks, data folder, tools) before a model loads."""
     if not cfg.model and not cfg.baselines:
         raise ConfigError("nothing to evaluate: pass --model MODEL (and/or --baselines LABEL=MODEL,...)")
     BACKENDS.get(cfg.backend)  # an unknown backend fails before any work
+    check_out(cfg.out)
     tasks = [get_task(t) for t in cfg.tasks]
     data_dir = resolve_data_dir(cfg)
     runs = [(*parse_model(m), settings_for(cfg)) for m in cfg.model]

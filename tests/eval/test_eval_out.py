@@ -1,0 +1,33 @@
+"""``--out`` of an evaluation: report files it did not write are never replaced."""
+
+import pytest
+
+from toolformer_kit.config import ConfigError
+from toolformer_kit.eval import run as run_mod
+from toolformer_kit.eval.config import EvalConfig
+
+
+def test_foreign_report_files_are_refused_before_any_model_loads(tmp_path, monkeypatch):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.json").write_text('{"my": "numbers"}')
+    monkeypatch.setattr(run_mod, "load_lm", lambda *a, **k: pytest.fail("model loaded before --out checked"))
+    with pytest.raises(ConfigError, match="summary.json that no evaluation wrote"):
+        run_mod.run_eval(EvalConfig(model=["smollm2-135m"], tasks=["svamp"], out=str(out)))
+    assert (out / "summary.json").read_text() == '{"my": "numbers"}'
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        run_mod.check_out(tmp_path / "file")
+
+
+def test_an_earlier_evaluation_is_resumed(tmp_path):
+    out = tmp_path / "run"
+    (out / "m" / "k10" / "svamp").mkdir(parents=True)
+    (out / "m" / "k10" / "svamp" / "examples.jsonl").write_text("")
+    (out / "summary.json").write_text("[]")
+    run_mod.check_out(out)  # records under it: an evaluation's folder
+    run_mod.check_out(tmp_path / "new")  # a new folder is fine
+    (tmp_path / "ppl" / "m" / "perplexity").mkdir(parents=True)
+    (tmp_path / "ppl" / "m" / "perplexity" / "wikitext.json").write_text("{}")
+    (tmp_path / "ppl" / "table.md").write_text("")
+    run_mod.check_out(tmp_path / "ppl")
