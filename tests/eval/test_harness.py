@@ -73,6 +73,10 @@ def test_resume_skips_done_examples_and_refuses_other_settings(tmp_path):
     records = run_task(task, examples, again, Setting.parse("k3"), {"Calculator": 1}, folder, batch_size=2)
     assert len(first.prompts) == 4 and len(again.prompts) == 6
     assert sorted(r["id"] for r in records) == sorted(ANSWERS)
+    from toolformer_kit.eval.records import read_records
+
+    on_disk = read_records(folder / "examples.jsonl")  # the cut line was dropped, not appended to
+    assert sorted(r["id"] for r in on_disk) == sorted(ANSWERS)
     with pytest.raises(ResumeError, match="setting"):
         run_task(task, examples, again, Setting.parse("k1"), {"Calculator": 1}, folder)
 

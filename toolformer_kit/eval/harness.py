@@ -36,7 +36,7 @@ from ..config import ConfigError
 from ..decode import make_decoder
 from ..decode.config import DecodeConfig
 from ..tools.base import MAX_RESULT_CHARS
-from .records import RECORDS, read_records
+from .records import RECORDS, records_for_append
 from .report import summarize_run
 from .tasks import Example, Task, subset
 
@@ -161,7 +161,7 @@ def run_task(task: Task, examples: Sequence[Example], generate: GenerateFn, sett
                 "tools": sorted(tools), **(info or {})}
     _check_run_info(folder, run_info)
     path = folder / RECORDS
-    records = read_records(path)
+    records = records_for_append(path)
     done = {r["id"] for r in records}
     todo = [e for e in examples if e.id not in done]
     if done:
