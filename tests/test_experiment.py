@@ -262,6 +262,29 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
         R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
     stages = json.loads((tmp_path / "run" / "stages.json").read_text())
     assert set(stages) >= {"corpus", "annotate", "train (tools)", "train (+CC)", "evaluate", "report"}
+    made = json.loads((tmp_path / "run" / "experiment.json").read_text())
+    assert made["settings"]["eval_limit"] == 20  # the refused run rewrote nothing
+    (tmp_path / "run" / "stages.json").unlink()
+    with pytest.raises(ConfigError, match="does not say with which settings"):
+        R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
+
+
+def test_foreign_out_and_other_evidence_are_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
+    for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_eval", "stage_report"):
+        monkeypatch.setattr(R, stage, lambda *a, **k: pytest.fail("a stage ran"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="holds files that no experiment wrote"):
+        R.run_experiment(ExperimentConfig(name="t", out=str(mine), results=str(tmp_path / "res")))
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "results.json").write_text(json.dumps({"settings": {"name": "t", "docs": 20}}))
+    with pytest.raises(ConfigError, match="--replace-results"):
+        R.run_experiment(ExperimentConfig(name="t", out=str(tmp_path / "new"), results=str(res), docs=1))
+    assert not (tmp_path / "new").exists()
 
 
 def test_an_empty_c_star_stops_before_training_with_the_fix(tmp_path):

@@ -36,6 +36,8 @@ class ExperimentConfig:
     out: str = _f("", "run folder (default: runs/NAME); every stage writes a subfolder and is skipped once done")
     results: str = _f("", "where the committed evidence goes (default: results/NAME): report.md, results.json, "
                           "plots; never weights")
+    replace_results: bool = _f(False, "replace a --results folder whose results.json another configuration wrote "
+                                      "(refused otherwise, so a smoke run never overwrites committed evidence)")
     # ------------------------------------------------------------ annotation
     model: str = _f("smollm2-135m", "model that samples, scores and is fine-tuned (the paper's M)")
     sampler_model: str = _f("", "another model that proposes calls ('' = --model, as in the paper)")

@@ -211,15 +211,54 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
     return steps
 
 
+# Settings that do not change what the evidence says: results written with other values of these
+# are this configuration's.
+NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "replace_results")
+
+
+def _evidence_settings(settings: dict) -> dict:
+    return {k: v for k, v in settings.items() if k not in NOT_EVIDENCE}
+
+
+def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
+    """Every refusal that can be decided from disk, before anything is written: an --out that no
+    experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
+    nothing to say which), and --results that another configuration wrote."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; pass a folder (it is created if missing)")
+    if out.is_dir() and any(out.iterdir()) and not ((out / STAGES_FILE).is_file() or (out / "experiment.json").is_file()):
+        raise ConfigError(f"--out {out} holds files that no experiment wrote (no {STAGES_FILE}, no experiment.json); "
+                          "refusing to write into it: pass a new folder for --out")
+    for name, guard, _ in steps:
+        if not guard:
+            continue
+        if complete[name]() and not ledger.data:  # stages.json gone: nothing says what made the stage
+            raise ConfigError(f"{out}/{name} is finished on disk but {ledger.path} does not say with which settings "
+                              f"it was made; restore {STAGES_FILE}, use another --out, or delete {out} to start over")
+        ledger.check(name, stage_settings(cfg, guard), complete[name]())
+    made = Path(cfg.results) / "results.json"
+    if made.is_file() and not cfg.replace_results:
+        try:
+            theirs = _evidence_settings(json.loads(made.read_text("utf-8")).get("settings", {}))
+        except ValueError:
+            theirs = None
+        ours = _evidence_settings(to_dict(cfg))
+        # Keys the results lack are settings added since they were made (at their defaults then).
+        if theirs is None or any(ours.get(k) != v for k, v in theirs.items()):
+            raise ConfigError(f"--results {cfg.results} holds evidence from another configuration ({made}); "
+                              "pass --results DIR to write elsewhere, or --replace-results to replace it")
+
+
 def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     """Every stage of the recipe in order; returns the results folder."""
     check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "experiment.json").write_text(json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
-    set_threads(cfg.threads)
     ledger, complete = Ledger(out), _complete(cfg, out)
     steps = plan(cfg, out, command)
+    preflight(cfg, out, steps, ledger, complete)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "experiment.json", json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
+    set_threads(cfg.threads)
     progress = Progress(estimate(cfg), [name for name, _, _ in steps])
     for name, guard, fn in steps:
         settings = stage_settings(cfg, guard) if guard else None
