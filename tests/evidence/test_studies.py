@@ -175,8 +175,16 @@ def test_a_sweep_annotates_once_trains_references_once_and_resumes(tmp_path, mon
         S.run_study(S.load_study("tau", {"out": str(tmp_path / "other"), "tasks": ["nope"]}))
     assert calls == []  # refused before any stage ran
     changed = S.load_study("tau", {"out": study.out, "results": study.results, "train_steps": 3})
+    before = (Path(study.out) / "study.json").read_text()
     with pytest.raises(ConfigError, match=r"was made with other settings \(train_steps: 40 → 3\)"):
         S.run_study(changed)
+    assert calls == [] and (Path(study.out) / "study.json").read_text() == before  # refused before writing
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "study.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="holds files that no study wrote"):
+        S.run_study(S.load_study("tau", {"out": str(foreign), "results": str(tmp_path / "r2")}))
+    assert [p.name for p in foreign.iterdir()] == ["study.txt"]
 
 
 def test_a_cost_sweep_keeps_tau_f_and_prices_each_call(tmp_path, monkeypatch):

@@ -304,20 +304,34 @@ def _finished(step: Step, ledger: X.Ledger) -> bool:
     return step.done() and ledger.data.get(step.name, {}).get("settings") == step.settings
 
 
+def _preflight(out: Path, steps, ledger) -> None:
+    """Refusals decided before anything is written: an --out no study wrote, a finished strict step
+    made with other settings."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; pass a folder (it is created if missing)")
+    if out.is_dir() and any(out.iterdir()) and not ((out / X.STAGES_FILE).is_file() or (out / "study.json").is_file()):
+        raise ConfigError(f"--out {out} holds files that no study wrote (no {X.STAGES_FILE}, no study.json); "
+                          "refusing to write into it: pass a new folder for --out")
+    for step in steps:
+        if step.settings is not None and step.strict:
+            ledger.check(step.name, step.settings, step.done())
+
+
 def run_study(study: StudyConfig, command: str = "", latency=None) -> Path:
     """Every step in order, skipping finished ones; returns the results folder."""
     out = Path(study.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "study.json").write_text(json.dumps({"command": command, "settings": to_dict(study)}, indent=1))
-    if study.threads:
-        import torch
-
-        torch.set_num_threads(study.threads)
     steps = plan(study, command, latency)
     if study.name != "scale":  # a scale run is recipe runs, which check their own
         for _, _, cfg in sweep_configs(study):
             check_tasks(cfg)
     ledger = X.Ledger(out)
+    _preflight(out, steps, ledger)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "study.json", json.dumps({"command": command, "settings": to_dict(study)}, indent=1))
+    if study.threads:
+        import torch
+
+        torch.set_num_threads(study.threads)
     progress = Progress({s.name: s.seconds for s in steps}, [s.name for s in steps])
     for step in steps:
         if _finished(step, ledger):
