@@ -59,17 +59,18 @@ def test_engine_runs_user_and_builtin_tools_together(tmp_path):
 
 
 def test_config_file_tools(capsys):
-    names = load_tools_file(HERE / "user_tools_example.yaml")
+    names = load_tools_file(HERE / "user_tools_example.yaml", trust_code=True)
     assert names == ["VowelCount", "Lucky"]
     vowels, lucky = get_tool("VowelCount"), get_tool("Lucky")
     assert vowels("education") == "5" and vowels.timeout == 2 and vowels.settings.k == 20
     assert lucky("") == "7" and not lucky.takes_input and lucky.settings.tau_f == 2.0
     assert "Always seven." in lucky.prompt_prefix()  # default instruction from the docstring
-    assert load_tools_file(HERE / "user_tools_example.yaml") == ["VowelCount", "Lucky"]  # reloading is harmless
+    assert load_tools_file(HERE / "user_tools_example.yaml", trust_code=True) == ["VowelCount", "Lucky"]  # reloading is harmless
 
 
 def test_cli_runs_a_user_tool_from_a_file(capsys):
-    assert cli.main(["tools", "--tools", str(HERE / "user_tools_example.yaml"), "run", "VowelCount", "queue"]) == 0
+    assert cli.main(["tools", "--tools", str(HERE / "user_tools_example.yaml"), "--trust-tool-code", "run",
+                     "VowelCount", "queue"]) == 0
     assert capsys.readouterr().out.strip() == "4"
     assert cli.main(["tools", "run", "ReverseWords", "one two"]) == 0
     assert capsys.readouterr().out.strip() == "two one"
@@ -85,7 +86,29 @@ def test_env_var_loads_tools_on_first_lookup(tmp_path, monkeypatch):
         "def Shout(text: str) -> str:\n"
         "    return text.upper()\n")
     monkeypatch.setenv("TOOLFORMER_TOOLS", str(module))
+    monkeypatch.setenv("TOOLFORMER_TRUST_TOOL_CODE", "1")
     assert get_tool("Shout")("hey") == "HEY"
+
+
+def test_a_tool_file_is_code_and_runs_only_when_trusted(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("TOOLFORMER_TRUST_TOOL_CODE", raising=False)
+    marker = tmp_path / "ran"
+    module = tmp_path / "evil.py"
+    module.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    shell = tmp_path / "shell.yaml"
+    shell.write_text("tools:\n  - function: subprocess:getoutput\n    name: Sh\n"
+                     "    demonstrations: ['a [Sh(ls)] b', 'c [Sh(pwd)] d', 'e [Sh(id)] f']\n")
+    for path in (module, shell):
+        with pytest.raises(ToolDefinitionError, match="--trust-tool-code"):
+            load_tools_file(path)
+    assert cli.main(["tools", "--tools", str(module), "list"]) == 2
+    assert "loading it runs that code" in capsys.readouterr().err
+    monkeypatch.setenv("TOOLFORMER_TOOLS", str(module))
+    for _ in range(2):  # refused on every lookup, not once
+        with pytest.raises(ToolDefinitionError, match="TOOLFORMER_TRUST_TOOL_CODE=1"):
+            tool_names()
+    monkeypatch.delenv("TOOLFORMER_TOOLS")
+    assert not marker.exists() and "Sh" not in tool_names()
 
 
 @pytest.mark.parametrize("kwargs, message", [

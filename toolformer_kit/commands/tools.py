@@ -18,7 +18,11 @@ HELP = "list tools, show a tool's prompt, run a call"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tools", action="append", default=[], metavar="FILE",
-                        help="load user tools from a .py file or a YAML/TOML/JSON tool list (repeatable)")
+                        help="load user tools from a .py file or a YAML/TOML/JSON tool list (repeatable); "
+                             "a tool file is code: it needs --trust-tool-code")
+    parser.add_argument("--trust-tool-code", action="store_true",
+                        help="run the code the --tools files name (a .py file runs on loading; a 'function:' "
+                             "entry imports what it names); also $TOOLFORMER_TRUST_TOOL_CODE=1")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     sub.add_parser("list", help="show every tool with its settings")
     show = sub.add_parser("show", help="print a tool's annotation prompt (instruction + demonstrations)")
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tools import get_tool, load_tools_file
 
     for path in args.tools:
-        load_tools_file(path)
+        load_tools_file(path, trust_code=args.trust_tool_code or None)
     if args.action == "list":
         return _list()
     if args.action == "show":

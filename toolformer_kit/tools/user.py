@@ -19,6 +19,12 @@ Files named in ``$TOOLFORMER_TOOLS`` (separated by ``os.pathsep``; ``.py`` files
 are loaded the first time a tool is looked up, and ``toolformer tools --tools FILE`` loads one
 for a command.
 
+**A tool file is code.** A ``.py`` file runs when it is loaded, and a ``function:`` entry imports
+what it names (``subprocess:getoutput`` is a shell). So loading a tool file is an explicit opt-in,
+as Hugging Face's ``trust_remote_code`` is: ``trust_code=True``, ``--trust-tool-code``, or
+``$TOOLFORMER_TRUST_TOOL_CODE=1``. Without it a tool file is refused before anything in it runs,
+and the refusal names the three ways in.
+
 A demonstration is either an (input, output) pair or just the output: the text with calls
 written in, from which the input is recovered by removing the calls. Every output must contain a
 call to the tool and must be its input with calls inserted, which is checked at registration.
@@ -49,6 +55,7 @@ from .base import PAPER_CALCULATOR_MT, PAPER_DEFAULT, TOOLS, AnnotationSettings,
 log = logging.getLogger(__name__)
 
 TOOLS_ENV = "TOOLFORMER_TOOLS"
+TRUST_ENV = "TOOLFORMER_TRUST_TOOL_CODE"
 _NAMED_SETTINGS = {"paper_default": PAPER_DEFAULT, "default": PAPER_DEFAULT,
                    "paper_calculator_mt": PAPER_CALCULATOR_MT, "calculator_mt": PAPER_CALCULATOR_MT}
 
@@ -217,8 +224,19 @@ def _register_entry(entry: dict, base: Path, source: str) -> str:
     return tool.name
 
 
-def load_tools_file(path: str | os.PathLike) -> list[str]:
-    """Register the tools a file defines; returns their names.
+def trusted(trust_code: bool | None) -> bool:
+    """The caller's choice, else ``$TOOLFORMER_TRUST_TOOL_CODE``."""
+    return bool(trust_code) if trust_code is not None else os.environ.get(TRUST_ENV, "").strip() == "1"
+
+
+def refuse_untrusted(path: Path, what: str) -> None:
+    raise ToolDefinitionError(f"tool file {path} {what}: loading it runs that code. If you trust the file, pass "
+                              f"--trust-tool-code (toolformer tools), trust_code=True (Python) or set {TRUST_ENV}=1")
+
+
+def load_tools_file(path: str | os.PathLike, trust_code: bool | None = None) -> list[str]:
+    """Register the tools a file defines; returns their names. Refused unless the code it runs is
+    trusted (:func:`trusted`): checked before anything in the file is imported.
 
     A ``.py`` file is imported (its decorated functions register themselves). A YAML/TOML/JSON
     file holds ``tools:``, a list of entries with ``function``, ``demonstrations`` and optionally
@@ -229,15 +247,17 @@ def load_tools_file(path: str | os.PathLike) -> list[str]:
     with _MODULES_LOCK:
         key = str(path.resolve())
         if key not in _FILES:  # once per process: a second load would meet its own tools
-            _FILES[key] = _load_tools_file(path)
+            _FILES[key] = _load_tools_file(path, trusted(trust_code))
         return list(_FILES[key])
 
 
 _FILES: dict[str, list[str]] = {}
 
 
-def _load_tools_file(path: Path) -> list[str]:
+def _load_tools_file(path: Path, trust: bool) -> list[str]:
     if path.suffix == ".py":
+        if not trust:
+            refuse_untrusted(path, "is Python code")
         before = set(TOOLS.names())
         load_python_file(path)
         return sorted(set(TOOLS.names()) - before)
@@ -246,6 +266,9 @@ def _load_tools_file(path: Path) -> list[str]:
     entries = data.get("tools", [data] if "function" in data else None)
     if not isinstance(entries, list):
         raise ToolDefinitionError(f"{path} must hold 'tools:', a list of tool entries")
+    named = [str(e.get("function")) for e in entries if isinstance(e, dict) and e.get("function")]
+    if named and not trust:
+        refuse_untrusted(path, f"names code to import ({', '.join(named)})")
     return [_register_entry(e, path.parent, str(path)) for e in entries]
 
 
@@ -258,6 +281,6 @@ def load_env_tools() -> list[str]:
     with _MODULES_LOCK:
         for item in filter(None, os.environ.get(TOOLS_ENV, "").split(os.pathsep)):
             if item not in _ENV_LOADED:
-                _ENV_LOADED.add(item)
                 names += load_tools_file(item)
+                _ENV_LOADED.add(item)  # after: a refused file is refused again, never skipped
     return names
