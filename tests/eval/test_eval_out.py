@@ -31,3 +31,11 @@ def test_an_earlier_evaluation_is_resumed(tmp_path):
     (tmp_path / "ppl" / "m" / "perplexity" / "wikitext.json").write_text("{}")
     (tmp_path / "ppl" / "table.md").write_text("")
     run_mod.check_out(tmp_path / "ppl")
+
+
+@pytest.mark.parametrize("spec", ["/tmp/x=smollm2-135m", "a/../../x=smollm2-135m", "..=smollm2-135m"])
+def test_a_label_is_a_name_not_a_path(tmp_path, monkeypatch, spec):
+    monkeypatch.setattr(run_mod, "load_lm", lambda *a, **k: pytest.fail("model loaded before the label checked"))
+    with pytest.raises(ConfigError, match="is a path; a label is a plain name"):
+        run_mod.run_eval(EvalConfig(model=[spec], tasks=["svamp"], out=str(tmp_path / "out")))
+    assert not (tmp_path / "out").exists()

@@ -7,6 +7,7 @@ experiment recipes, so all three read the same defaults and the same data-folder
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -76,16 +77,31 @@ def resolve_data_dir(cfg: EvalConfig) -> Path:
     return path
 
 
+_LABEL = re.compile(r"[\w.+-]+")
+
+
 def parse_model(spec: str) -> tuple[str, str]:
     """``LABEL=MODEL`` or ``MODEL`` → (label, model); a folder's label is its name.
 
+    A label names a folder under --out, so it must be a plain name: one that is a path (``/tmp/x``,
+    ``a/../../x``) would write outside --out.
+
     >>> parse_model("base=qwen2.5-coder-0.5b"), parse_model("/runs/tf-qwen/")
     (('base', 'qwen2.5-coder-0.5b'), ('tf-qwen', '/runs/tf-qwen/'))
+    >>> parse_model("a/../../x=M")
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.config.ConfigError: --model 'a/../../x=M': the label 'a/../../x' is a path; a label is a plain name (letters, digits, '-', '_', '.', '+'), e.g. tuned=M
     """
     if "=" in spec:
         label, _, model = spec.partition("=")
-        return label.strip(), model.strip()
-    return Path(spec.rstrip("/")).name or spec, spec
+        label, model = label.strip(), model.strip()
+    else:
+        label, model = Path(spec.rstrip("/")).name or spec, spec
+    if not _LABEL.fullmatch(label) or label in (".", ".."):
+        raise ConfigError(f"--model {spec!r}: the label {label!r} is a path; a label is a plain name (letters, "
+                          "digits, '-', '_', '.', '+'), e.g. tuned=M")
+    return label, model
 
 
 def load_tools(names: list[str]) -> dict:
