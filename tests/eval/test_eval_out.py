@@ -39,3 +39,12 @@ def test_a_label_is_a_name_not_a_path(tmp_path, monkeypatch, spec):
     with pytest.raises(ConfigError, match="is a path; a label is a plain name"):
         run_mod.run_eval(EvalConfig(model=[spec], tasks=["svamp"], out=str(tmp_path / "out")))
     assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_benchmark_file_fails_the_up_front_check(tmp_path):
+    from toolformer_kit.eval.config import check_tasks
+
+    (tmp_path / "math").mkdir()
+    (tmp_path / "math" / "SVAMP.json").write_text("[]")
+    with pytest.raises(ConfigError, match="task svamp: .* holds no examples"):
+        check_tasks(EvalConfig(tasks=["svamp"], data_dir=str(tmp_path)))

@@ -120,9 +120,12 @@ def check_tasks(cfg: EvalConfig) -> Path:
     data_dir = resolve_data_dir(cfg)
     for name in cfg.tasks:
         try:
-            get_task(name).load(data_dir)
+            examples = get_task(name).load(data_dir)
         except KeyError as exc:
             raise ConfigError(f"--tasks: {exc}") from None
         except FileNotFoundError as exc:
             raise ConfigError(f"task {name}: {exc}") from None
+        if not examples:
+            raise ConfigError(f"task {name}: its data under {data_dir} holds no examples (an empty file?); restore "
+                              "the benchmark file (shared/data/README.md says what each holds) or drop the task")
     return data_dir
