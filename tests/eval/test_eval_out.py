@@ -48,3 +48,29 @@ def test_an_empty_benchmark_file_fails_the_up_front_check(tmp_path):
     (tmp_path / "math" / "SVAMP.json").write_text("[]")
     with pytest.raises(ConfigError, match="task svamp: .* holds no examples"):
         check_tasks(EvalConfig(tasks=["svamp"], data_dir=str(tmp_path)))
+
+
+def test_a_model_is_the_same_wherever_its_folder_lies(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from toolformer_kit.eval.harness import ResumeError, _check_run_info
+
+    model = tmp_path / "a" / "train-tools"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text('{"x": 1}')
+    (model / "model.safetensors").write_bytes(b"0" * 10)
+    moved = tmp_path / "b" / "train-tools"
+    shutil.copytree(model, moved)
+    folder = tmp_path / "eval"
+    _check_run_info(folder, {"model": str(model), "model_id": run_mod.model_identity(str(model))})
+    _check_run_info(folder, {"model": str(moved), "model_id": run_mod.model_identity(str(moved))})
+    (moved / "model.safetensors").write_bytes(b"0" * 11)  # other weights: another model
+    with pytest.raises(ResumeError, match="model_id"):
+        _check_run_info(folder, {"model": str(moved), "model_id": run_mod.model_identity(str(moved))})
+    # records made before model_id existed: a relative and an absolute spelling are one path
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "run.json").write_text(json.dumps({"model": str(model)}))
+    monkeypatch.chdir(tmp_path)
+    _check_run_info(old, {"model": "a/train-tools", "model_id": run_mod.model_identity("a/train-tools")})

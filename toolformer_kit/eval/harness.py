@@ -126,11 +126,33 @@ def make_record(task: Task, example: Example, result: Any, seconds: float = 0.0)
     }
 
 
+def _same_path(a, b) -> bool:
+    if a == b:
+        return True
+    try:
+        return a is not None and Path(a).exists() and Path(a).resolve() == Path(b).resolve()
+    except (OSError, TypeError):
+        return False
+
+
+def _differs(key: str, old: dict, new: dict) -> bool:
+    """Whether resuming would mix results of another run. A model is the same model wherever its
+    folder lies (``model_id`` says what it is; records made before it existed compare the path
+    resolved, so relative and absolute spellings agree)."""
+    if key == "limit":
+        return False
+    if key == "model_id":
+        return "model_id" in old and old["model_id"] != new["model_id"]
+    if key == "model":
+        return not ("model_id" in old and "model_id" in new) and not _same_path(old.get("model"), new["model"])
+    return old.get(key) != new[key]
+
+
 def _check_run_info(folder: Path, info: dict) -> None:
     path = folder / RUN_INFO
     if path.is_file():
         old = json.loads(path.read_text())
-        changed = sorted(k for k in info if k != "limit" and old.get(k) != info[k])
+        changed = sorted(k for k in info if _differs(k, old, info))
         if changed:
             raise ResumeError(
                 f"{folder} holds results made with different {', '.join(changed)} "

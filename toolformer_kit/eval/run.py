@@ -65,13 +65,31 @@ def run_eval(cfg: EvalConfig) -> list[dict]:
     return write_report(cfg.out, cfg.bootstrap, cfg.seed, plots=cfg.plots)
 
 
+def model_identity(model: str) -> str:
+    """What a model is, not where it lies: a local folder is its name plus a hash of its config and
+    its weight files' names and sizes (so a run folder copied elsewhere, or named by a relative
+    path, resumes its evaluation); an embedded name or hub id is itself."""
+    import hashlib
+
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        return model
+    h = hashlib.sha256()
+    config = folder / "config.json"
+    h.update(config.read_bytes() if config.is_file() else b"")
+    for f in sorted(folder.iterdir()):
+        if f.suffix in (".safetensors", ".bin", ".gguf") and f.is_file():
+            h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return f"{folder.resolve().name}:{h.hexdigest()[:16]}"
+
+
 def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, data_dir: Path, tools: dict) -> None:
     """Load one model and run its generation tasks and perplexity texts."""
     log.info("evaluating %s (%s) under %s", label, model, ", ".join(s.name for s in settings))
     set_threads(cfg.threads)
     lm = load_lm(model, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype)
     # Recorded only off the default, so folders written before the flag existed still resume.
-    info = {"model": model} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
+    info = {"model": model, "model_id": model_identity(model)} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
         | ({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})
     evaluate(label, decoder_generate(lm, cfg.batch_size), tasks, settings, data_dir, cfg.out, tools=tools,
              limit=cfg.limit, batch_size=cfg.batch_size, seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
