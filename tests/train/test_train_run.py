@@ -197,3 +197,30 @@ def test_out_that_holds_a_model_it_did_not_write_is_refused_before_anything_load
     with pytest.raises(ConfigError, match="config.json that no training run wrote"):
         trainer_mod.run_training(_cfg(tiny_model, *files, other))
     assert hashlib.sha256(weights.read_bytes()).hexdigest() == before
+
+
+def test_a_checkpoint_is_resumed_only_by_the_run_that_made_it(tiny_model, files, tmp_path, monkeypatch):
+    cstar, dev = files
+    cfg = _cfg(tiny_model, cstar, dev, tmp_path / "run")
+    original = trainer_mod.EvaluateAtEnd.on_step_end
+
+    def crash_at_step_3(self, args, state, control, **kw):
+        if state.global_step == 3:
+            raise KeyboardInterrupt
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(cfg)
+    monkeypatch.setattr(trainer_mod, "load_model", lambda cfg, path: pytest.fail("resumed under other settings"))
+    with pytest.raises(ConfigError, match="other learning_rate"):
+        trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "run", learning_rate=5e-4))
+    with pytest.raises(ConfigError, match="other max_steps"):
+        trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "run", max_steps=8))
+    other = tmp_path / "other.jsonl"
+    other.write_text(cstar.read_text().replace("pens", "pins"))
+    with pytest.raises(ConfigError, match="other data"):
+        trainer_mod.run_training(_cfg(tiny_model, other, dev, tmp_path / "run"))
+    copied = tmp_path / "copy.jsonl"  # the same data under another name is the same run
+    copied.write_text(cstar.read_text())
+    assert trainer_mod.run_identity(_cfg(tiny_model, copied, dev, tmp_path / "run")) == trainer_mod.run_identity(cfg)

@@ -239,6 +239,43 @@ def _check_out(out: Path, base: str | None = None) -> None:
                           "replace them: pass a new folder for --out")
 
 
+RUN_FILE = "train_run.json"
+# Settings a resumed run may change: where it runs and what it keeps, not what it learns.
+NOT_LEARNED = {"out", "resume", "keep_checkpoints", "device", "save_total_limit", "logging_steps",
+               "eval_batch_size", "batch_size", "deepspeed", "gradient_checkpointing"}
+
+
+def _sha(path: str | None) -> str | None:
+    import hashlib
+
+    if not path or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def run_identity(cfg: TrainConfig) -> dict[str, Any]:
+    """What a run learns from: its settings and the content of its data files (not their paths)."""
+    settings = {k: v for k, v in to_dict(cfg).items() if k not in NOT_LEARNED | {"data", "dev_data"}}
+    return {"settings": settings, "data": _sha(cfg.data), "dev_data": _sha(cfg.dev_data)}
+
+
+def check_resume(cfg: TrainConfig, out: Path) -> None:
+    """A checkpoint is continued only by the run that made it: other data, learning rate or step
+    count would train on from a state those settings never made (and the card would state them).
+    Refused with the settings that differ; the identity is written the first time."""
+    path = out / RUN_FILE
+    mine = run_identity(cfg)
+    if path.is_file() and (out / CHECKPOINTS).is_dir():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        keys = sorted({k for k in set(old["settings"]) | set(mine["settings"])
+                       if old["settings"].get(k) != mine["settings"].get(k)}
+                      | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
+        if keys:
+            raise ConfigError(f"{out} holds checkpoints of a run with other {', '.join(keys)}; resuming would continue "
+                              "it under these settings: pass another --out, or --no-resume to start over there")
+    write_atomic(path, json.dumps(mine, indent=1))
+
+
 def _last_checkpoint(out: Path, resume: bool) -> str | None:
     folder = out / CHECKPOINTS
     found = get_last_checkpoint(str(folder)) if resume and folder.is_dir() else None
@@ -291,6 +328,10 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     base_path = resolve_model(cfg.model)
     _check_out(out, base_path)
     out.mkdir(parents=True, exist_ok=True)
+    if cfg.resume:
+        check_resume(cfg, out)
+    else:
+        write_atomic(out / RUN_FILE, json.dumps(run_identity(cfg), indent=1))
     started = time.time()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
