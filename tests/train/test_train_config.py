@@ -85,7 +85,7 @@ def test_training_arguments_follow_the_config(tmp_path):
     assert args.eval_steps == args.save_steps == 30  # never more than the run itself
     assert args.load_best_model_at_end and args.metric_for_best_model == "perplexity" and not args.greater_is_better
     assert args.eval_on_start and not args.bf16 and args.use_cpu and args.learning_rate == 1e-5
-    assert args.lr_scheduler_type == "linear" and args.warmup_steps == 0.1
+    assert args.lr_scheduler_type == "linear" and args.warmup_steps == 3  # 10 % of 30, whole steps
     resumed = build_arguments(cfg, tmp_path, 4, False, has_dev=False, resuming=True)
     assert not resumed.eval_on_start and not resumed.load_best_model_at_end
 

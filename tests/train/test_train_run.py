@@ -224,3 +224,16 @@ def test_a_checkpoint_is_resumed_only_by_the_run_that_made_it(tiny_model, files,
     copied = tmp_path / "copy.jsonl"  # the same data under another name is the same run
     copied.write_text(cstar.read_text())
     assert trainer_mod.run_identity(_cfg(tiny_model, copied, dev, tmp_path / "run")) == trainer_mod.run_identity(cfg)
+
+
+def test_a_one_step_run_changes_the_weights(tiny_model, files, tmp_path):
+    """The warm-up is rounded down: one step used to run at learning rate 0 and train nothing."""
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    cstar, dev = files
+    trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "one", max_steps=1, eval_steps=1))
+    before = load_file(str(Path(tiny_model) / "model.safetensors"))
+    after = load_file(str(tmp_path / "one" / "model.safetensors"))
+    assert any(not (before[k] == after[k]).all() for k in before if k in after)

@@ -154,6 +154,16 @@ def _checkpointing(enabled: bool) -> dict:
     return {name: True, f"{name}_kwargs": {"use_reentrant": False}}
 
 
+def warmup_steps(ratio: float, max_steps: int) -> int:
+    """Warm-up steps, rounded down: a ratio rounded up made a 1-step run train at learning rate 0
+    (its only step was all warm-up), i.e. not at all.
+
+    >>> warmup_steps(0.1, 1), warmup_steps(0.1, 15), warmup_steps(0.1, 2000)
+    (0, 1, 200)
+    """
+    return int(ratio * max_steps)
+
+
 def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, has_dev: bool, resuming: bool):
     """The TrainingArguments for a run (made before the model, as DeepSpeed ZeRO-3 requires)."""
     on_cpu = _device(cfg) == "cpu"
@@ -161,7 +171,7 @@ def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, ha
     return TrainingArguments(
         output_dir=str(out / CHECKPOINTS), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=cfg.eval_batch_size, gradient_accumulation_steps=grad_accum,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="linear", warmup_steps=cfg.warmup_ratio,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="linear", warmup_steps=warmup_steps(cfg.warmup_ratio, cfg.max_steps),
         weight_decay=cfg.weight_decay, bf16=bf16, use_cpu=on_cpu, dataloader_pin_memory=not on_cpu,
         **_checkpointing(cfg.gradient_checkpointing),
         eval_strategy="steps" if has_dev else "no", eval_steps=eval_steps, eval_on_start=has_dev and not resuming,
