@@ -237,3 +237,32 @@ def test_a_one_step_run_changes_the_weights(tiny_model, files, tmp_path):
     before = load_file(str(Path(tiny_model) / "model.safetensors"))
     after = load_file(str(tmp_path / "one" / "model.safetensors"))
     assert any(not (before[k] == after[k]).all() for k in before if k in after)
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_training_is_deterministic_and_a_resumed_run_equals_an_uninterrupted_one(tiny_model, files, tmp_path,
+                                                                                  monkeypatch, lora):
+    import torch
+    from safetensors.torch import load_file
+
+    cstar, dev = files
+    torch.set_num_threads(1)
+    runs = {}
+    for name in ("a", "b"):
+        trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / name, lora=lora))
+        runs[name] = load_file(str(tmp_path / name / "model.safetensors"))
+    original = trainer_mod.EvaluateAtEnd.on_step_end
+
+    def crash_at_step_3(self, args, state, control, **kw):
+        if state.global_step == 3:
+            raise KeyboardInterrupt
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "c", lora=lora))
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", original)
+    trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "c", lora=lora))
+    runs["c"] = load_file(str(tmp_path / "c" / "model.safetensors"))
+    for name in ("b", "c"):
+        assert all(torch.equal(runs["a"][k], runs[name][k]) for k in runs["a"]), name

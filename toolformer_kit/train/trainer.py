@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
+from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments, set_seed
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -184,7 +184,10 @@ def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, ha
 
 
 def load_model(cfg: TrainConfig, path: str):
-    """The model in fp32 (master weights; bf16 comes from autocast), LoRA attached if asked."""
+    """The model in fp32 (master weights; bf16 comes from autocast), LoRA attached if asked. Seeded
+    first: LoRA's A matrices are drawn when they are attached, before the Trainer seeds anything,
+    so two LoRA runs with one seed used to start from different adapters."""
+    set_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     model.config.use_cache = False  # no KV cache while training; it only costs memory
     if cfg.lora:
