@@ -264,8 +264,16 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
     assert set(stages) >= {"corpus", "annotate", "train (tools)", "train (+CC)", "evaluate", "report"}
     made = json.loads((tmp_path / "run" / "experiment.json").read_text())
     assert made["settings"]["eval_limit"] == 20  # the refused run rewrote nothing
+    (tmp_path / "run" / "stages.json").write_text('{"corpus": {"sett')  # cut off by a kill
+    calls.clear()
+    R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=3, eval_limit=20))
+    assert calls == ["models", "eval", "report"]  # rebuilt from experiment.json: nothing upstream reruns
     (tmp_path / "run" / "stages.json").unlink()
-    with pytest.raises(ConfigError, match="does not say with which settings"):
+    with pytest.raises(ConfigError, match=r"made with other settings \(docs: 3 → 5\)"):
+        R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
+    assert not (tmp_path / "run" / "stages.json").exists()  # the refused run wrote nothing
+    (tmp_path / "run" / "experiment.json").unlink()
+    with pytest.raises(ConfigError, match="holds files that no experiment wrote"):
         R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
 
 

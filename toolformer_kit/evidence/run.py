@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import Runner
 from ..annotate.sources import _load_wiki
-from ..config import ConfigError, to_dict
+from ..config import ConfigError, from_dict, to_dict
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
 from ..eval.harness import Setting, decoder_generate, evaluate
 from ..eval.report import write_report
@@ -65,7 +65,12 @@ class Ledger:
 
     def __init__(self, out: Path):
         self.path = out / STAGES_FILE
-        self.data = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.data = {}
+        if self.path.is_file():
+            try:
+                self.data = json.loads(self.path.read_text())
+            except ValueError:  # cut off by a kill or edited: rebuilt from experiment.json (preflight)
+                log.warning("%s is damaged (not JSON); rebuilding it from experiment.json", self.path)
 
     def check(self, stage: str, settings: dict, done: bool) -> bool:
         """True when ``stage`` is complete with these settings; an error when complete with others."""
@@ -220,6 +225,23 @@ def _evidence_settings(settings: dict) -> dict:
     return {k: v for k, v in settings.items() if k not in NOT_EVIDENCE}
 
 
+def _rebuild_ledger(out: Path, steps, ledger: Ledger, complete) -> None:
+    """stages.json lost or damaged beside finished stages: their settings are those of
+    experiment.json, which is written only once a run's settings have passed every check. Without it
+    nothing says what made the stages, and changed settings must not be recorded as if they had."""
+    made = out / "experiment.json"
+    try:
+        old = from_dict(ExperimentConfig, json.loads(made.read_text("utf-8"))["settings"], str(made))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{out} has finished stages but {ledger.path} is missing or damaged and {made} cannot "
+                          f"say which settings made them ({type(exc).__name__}); use another --out, or delete {out} "
+                          "to start over") from None
+    for name, guard, _ in steps:
+        if guard and complete[name]():
+            ledger.data[name] = {"settings": stage_settings(old, guard)}
+    log.warning("rebuilt %s from %s for the finished stages", ledger.path, made)
+
+
 def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
     """Every refusal that can be decided from disk, before anything is written: an --out that no
     experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
@@ -229,13 +251,11 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
     if out.is_dir() and any(out.iterdir()) and not ((out / STAGES_FILE).is_file() or (out / "experiment.json").is_file()):
         raise ConfigError(f"--out {out} holds files that no experiment wrote (no {STAGES_FILE}, no experiment.json); "
                           "refusing to write into it: pass a new folder for --out")
+    if not ledger.data and any(guard and complete[name]() for name, guard, _ in steps):
+        _rebuild_ledger(out, steps, ledger, complete)
     for name, guard, _ in steps:
-        if not guard:
-            continue
-        if complete[name]() and not ledger.data:  # stages.json gone: nothing says what made the stage
-            raise ConfigError(f"{out}/{name} is finished on disk but {ledger.path} does not say with which settings "
-                              f"it was made; restore {STAGES_FILE}, use another --out, or delete {out} to start over")
-        ledger.check(name, stage_settings(cfg, guard), complete[name]())
+        if guard:
+            ledger.check(name, stage_settings(cfg, guard), complete[name]())
     made = Path(cfg.results) / "results.json"
     if made.is_file() and not cfg.replace_results:
         try:
