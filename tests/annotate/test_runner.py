@@ -71,6 +71,19 @@ def test_resume_redoes_only_unfinished_shards_and_matches(tmp_path):
     assert outputs(tmp_path / "a") == outputs(b)
 
 
+@pytest.mark.parametrize("damaged", ["summary.json", "corpus.jsonl", "manifest.json"])
+def test_a_cut_final_file_is_rebuilt_from_the_shards_without_the_model(tmp_path, damaged):
+    make(tmp_path, "a").run()
+    make(tmp_path, "b").run()
+    path = tmp_path / "b" / damaged
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+    lm = FakeLM()
+    make(tmp_path, "b", lm=lm).run()
+    assert lm.calls["positions"] == 0  # every shard was done: nothing was annotated again
+    assert outputs(tmp_path / "a") == outputs(tmp_path / "b")
+    json.loads((tmp_path / "b" / "summary.json").read_text())
+
+
 def test_complete_run_is_not_redone_and_other_settings_are_refused(tmp_path):
     make(tmp_path).run()
     lm = FakeLM()

@@ -151,8 +151,13 @@ class Runner:
         docs, split = self._documents(lm, report)
         self._prepare_out(docs)
         if (self.out / "manifest.json").exists():
-            log.info("%s is already complete; nothing to do", self.out)
-            return json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+            damaged = self._damaged_outputs()
+            if not damaged:
+                log.info("%s is already complete; nothing to do", self.out)
+                return json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+            log.warning("%s: %s no longer match(es) manifest.json (cut off or edited); rebuilding them from the "
+                        "shards", self.out, ", ".join(damaged))
+            (self.out / "manifest.json").unlink()
         size = max(1, self.cfg.shard_size)
         shards = [docs[i: i + size] for i in range(0, len(docs), size)]
         if self.cfg.engine == "ray":
@@ -164,6 +169,15 @@ class Runner:
             raise ConfigError(f"unknown --engine {self.cfg.engine!r}; use 'local' or 'ray'")
         candidates = [c for n in range(len(shards)) for c in R.read_jsonl(self._shard(n))]
         return self._finish(docs, candidates, len(shards), report, split, done, time.perf_counter() - t0)
+
+    def _damaged_outputs(self) -> list[str]:
+        """The final files that differ from what manifest.json recorded (a damaged manifest: all)."""
+        try:
+            files = json.loads((self.out / "manifest.json").read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, OSError):
+            return ["manifest.json"]
+        return [f for f, info in files.items() if f != "run.json" and
+                (not (self.out / f).is_file() or _sha256(self.out / f) != info.get("sha256"))]
 
     def _shard(self, n: int, suffix: str = ".jsonl") -> Path:
         return self.out / "shards" / f"shard-{n:05d}{suffix}"
