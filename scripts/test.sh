@@ -11,8 +11,8 @@ if ! command -v chromedriver >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 set +e
-# -P: the repository root is not put on sys.path, so its datasets/ folder cannot pass for the
-# Hugging Face `datasets` package (transformers' Trainer takes a namespace package of that name for it).
+# -P: the repository root is not put on sys.path (its datasets/ folder is no package; the trainer
+# also guards against taking it for Hugging Face's, see toolformer_kit/train/shadow.py).
 .venv/bin/python -P -m pytest -m "not slow" --timeout 1200 "$@"
 rc=$?
 set -e

@@ -295,3 +295,18 @@ def test_read_only_out_is_refused(tmp_path, capsys, monkeypatch):
         run_row(tmp_path, capsys, ANN[:4] + [str(ro)] + ANN[5:], 2, "is not writable")
     finally:
         ro.chmod(0o755)
+
+
+def test_a_damaged_summary_is_one_error_naming_the_file(tmp_path):
+    """A truncated summary.json read back (inspector, reports) names the file, not a JSON traceback."""
+    from toolformer_kit.config import ConfigError
+    from toolformer_kit.inspector.data import load
+    from toolformer_kit.pipeline.report import annotation_blocks
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "candidates.jsonl").write_text("")
+    (run / "summary.json").write_text('{"tools": {')
+    for read in (lambda: load([run]), lambda: annotation_blocks(run)):
+        with pytest.raises(ConfigError, match=r"run/summary.json is damaged \(not JSON"):
+            read()

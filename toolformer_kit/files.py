@@ -10,8 +10,36 @@ a kill mid-write never leaves a half file that a resumed run would trust.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
+
+from .config import ConfigError
+
+
+class DamagedFileError(ConfigError):
+    """A file a run wrote and reads back is not what it wrote (cut off by a kill, or edited)."""
+
+
+def read_json(path: str | Path, fix: str = "") -> Any:
+    """A JSON file another stage wrote, or one error naming the file and what to do about it.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "s.json"
+    >>> _ = p.write_text('{"a": 1')
+    >>> read_json(p, "delete it to redo the stage")
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.files.DamagedFileError: ... is damaged (not JSON: Expecting ',' delimiter at line 1, column 8); delete it to redo the stage
+    """
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise DamagedFileError(f"{path} is damaged (not JSON: {msg}{where}); "
+                               + (fix or f"it was cut off or edited: delete {path.parent} to redo what wrote it")) from None
 
 
 def write_atomic(path: str | Path, text: str) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import blocks as R
 from ..config import to_dict
-from ..files import write_atomic
+from ..files import read_json, write_atomic
 from . import paper, results
 from .cost import clock
 from .layout import recipe_config, sweep_configs, value_label
@@ -185,18 +185,18 @@ def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
 # ---------------------------------------------------------------- collecting a study
 def _stages(out: Path) -> dict:
     path = out / "stages.json"
-    return {k: v.get("seconds") for k, v in json.loads(path.read_text()).items()} if path.is_file() else {}
+    return {k: v.get("seconds") for k, v in read_json(path).items()} if path.is_file() else {}
 
 
 def _settings(folder: Path) -> dict:
     path = folder / "experiment.json"
-    return json.loads(path.read_text())["settings"] if path.is_file() else {}
+    return read_json(path)["settings"] if path.is_file() else {}
 
 
 def c_star_size(run: Path) -> dict:
     """Calls and texts in the C* a recipe run fine-tuned on (from its results), to read call rates by."""
     path = run / "results" / "results.json"
-    ann = json.loads(path.read_text("utf-8")).get("annotation", {}) if path.is_file() else {}
+    ann = read_json(path).get("annotation", {}) if path.is_file() else {}
     return {"c_star_calls": ann.get("c_star_calls"), "c_star_texts": ann.get("c_star_texts")}
 
 
@@ -261,7 +261,7 @@ def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> 
         for value in study.values:
             v = base / value_label(study, value)
             marker = v / "annotate" / "refilter.json"
-            info = json.loads(marker.read_text()) if marker.is_file() else {}
+            info = read_json(marker) if marker.is_file() else {}
             on = tools_setting(v / "eval", prefer=f"k{cfg.k_eval}")
             recs = [r for t in cfg.tasks for r in (load_records(v / "eval", LABEL, on, t) if on else [])]
             ran += recs
@@ -274,7 +274,7 @@ def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> 
                            "decode_seconds": {"tools": decode_seconds(recs), "disabled": decode_seconds(
                                [r for t in cfg.tasks for r in load_records(v / "eval", LABEL, "disabled", t)])},
                            "families": families_of(v / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {},
-                           "best_step": json.loads(train.read_text()).get("best_step") if train.is_file() else None})
+                           "best_step": read_json(train).get("best_step") if train.is_file() else None})
         entry = {"model": cfg.model, "tools": cfg.tools, "tasks": cfg.tasks, "reference": ref, "points": points,
                  "settings": to_dict(cfg)}
         if study.name == "cost" and points:

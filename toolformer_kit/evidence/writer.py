@@ -17,7 +17,7 @@ from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
 from ..config import to_dict
 from ..eval.report import _bars
-from ..files import write_atomic
+from ..files import read_json, write_atomic
 from . import results
 from .ceiling import read_flags
 from .cost import clock, estimate
@@ -72,7 +72,7 @@ def collect(cfg, out: Path) -> dict:
     main = _verdict_of(cfg, folder, on, flags)
     rows, funnels, goal = main["headline"], main["funnel"], main["goal"]
     arrow = _verdict_of(cfg, folder, f"{on}+arrow", flags) if (folder / LABEL / f"{on}+arrow").is_dir() else {}
-    stages = json.loads((out / "stages.json").read_text()) if (out / "stages.json").is_file() else {}
+    stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
@@ -97,7 +97,7 @@ def _annotation(out: Path) -> dict:
     path = out / "annotate" / "summary.json"
     if not path.is_file():
         return {}
-    s = json.loads(path.read_text("utf-8"))
+    s = read_json(path)
     return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": kept_table_of(s),
             "c_star_calls": _c_star_calls(out / "annotate" / "corpus.jsonl"), "tau_f": s.get("tau_f", {}),
             "top_calls": s.get("top_calls", [])[:8]}
@@ -116,7 +116,7 @@ def _training(out: Path) -> dict:
     for label, name in (("tool-trained", "train-tools"), ("+CC", "train-cc")):
         path = out / name / "train_summary.json"
         if path.is_file():
-            s = json.loads(path.read_text("utf-8"))
+            s = read_json(path)
             runs[label] = {k: s.get(k) for k in ("best_step", "evaluations", "wall_time_s", "counts", "tools")}
     return runs
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..annotate.filter import is_kept
+from ..files import read_json
 from ..tools import BUILTIN, TOOLS, get_tool
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def load_annotation(folder: Path, data: InspectData) -> None:
                 data.documents.setdefault(k, v)
     summary = {}
     if (folder / "summary.json").is_file():
-        summary = json.loads((folder / "summary.json").read_text("utf-8"))
+        summary = read_json(folder / "summary.json")
         data.summaries.append({"source": str(folder), **summary})
     data.tau_f.update(run_tau_f(summary, {c["tool"] for c in cands}))
 
@@ -123,7 +124,7 @@ def load_campaign(folder: Path, data: InspectData) -> None:
         for k, v in _texts(_jsonl(folder / "data" / "cstar.jsonl"), "original").items():
             data.documents.setdefault(k, v)
     summary_path = folder / "data" / "summary.json"
-    summary = json.loads(summary_path.read_text("utf-8")) if summary_path.is_file() else {}
+    summary = read_json(summary_path) if summary_path.is_file() else {}
     if summary:
         data.summaries.append({"source": str(folder), "campaign": True, **summary})
     if "tau_f" in summary:

@@ -6,7 +6,6 @@ rendered by :func:`~toolformer_kit.blocks.write`; this module decides what goes 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -16,6 +15,7 @@ from ..annotate.summary import kept_at, kept_table_of
 from ..blocks import Block, md_table
 from ..eval.report import breakdown_table, comparison_table
 from ..eval.tasks import get_task
+from ..files import read_json
 
 
 def deviations(settings: dict) -> list[str]:
@@ -88,7 +88,7 @@ def _split(tools: str) -> list[str]:
 
 
 def annotation_blocks(folder: Path, taus: Sequence[float] = (0.5, 1.0, 2.0), examples: int = 8) -> list[Block]:
-    summary = json.loads((folder / "summary.json").read_text("utf-8"))
+    summary = read_json(folder / "summary.json")
     blocks = [Block("h2", "Annotation (the paper's Table 2 and Table 10)"),
               Block("p", f"{summary['corpus']['documents']} documents; {summary['c_star_texts']} texts "
                          "in C* with at least one kept call.")]
@@ -117,7 +117,7 @@ def training_blocks(runs: dict[str, Path]) -> list[Block]:
     blocks = [Block("h2", "Fine-tuning")]
     rows = []
     for label, folder in runs.items():
-        s = json.loads((folder / "train_summary.json").read_text("utf-8"))
+        s = read_json(folder / "train_summary.json")
         evals = dict(s.get("evaluations") or [])
         best = evals.get(s.get("best_step"))
         rows.append((label, Path((s.get("config") or {}).get("data", "")).name,
@@ -132,7 +132,7 @@ def training_blocks(runs: dict[str, Path]) -> list[Block]:
 
 
 def eval_blocks(folder: Path) -> list[Block]:
-    summaries = json.loads((folder / "summary.json").read_text("utf-8"))
+    summaries = read_json(folder / "summary.json")
     blocks = [Block("h2", "Evaluation"),
               Block("p", "Accuracy in % with bootstrap 95% intervals. AC: examples with a call; NC: without."),
               md_table(comparison_table(summaries)), Block("h3", "With-call / without-call breakdown (Table 9)"),

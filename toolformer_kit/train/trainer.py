@@ -28,9 +28,14 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments, set_seed
-from transformers.trainer_callback import ProgressCallback
-from transformers.trainer_utils import get_last_checkpoint
+
+from .shadow import without_namespace
+
+with without_namespace("datasets"):  # the repository's datasets/ folder is not the HF library (.shadow)
+    from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments,
+                              set_seed)
+    from transformers.trainer_callback import ProgressCallback
+    from transformers.trainer_utils import get_last_checkpoint
 
 from ..config import ConfigError, to_dict
 from ..files import write_atomic
