@@ -310,3 +310,37 @@ def test_a_damaged_summary_is_one_error_naming_the_file(tmp_path):
     for read in (lambda: load([run]), lambda: annotation_blocks(run)):
         with pytest.raises(ConfigError, match=r"run/summary.json is damaged \(not JSON"):
             read()
+
+
+@pytest.mark.parametrize("text, match", [("1: 2\nnull: 3\n", "setting names must be words"),
+                                         (b"k: 3\nmodel: caf\xe9\n", "is not UTF-8 text")])
+def test_odd_config_files_are_one_line(tmp_path, capsys, text, match):
+    from toolformer_kit.commands.cli import main
+
+    path = tmp_path / "c.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert main(["annotate", "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert match in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("config", ["{", "{}"])
+def test_a_broken_model_folder_is_one_line(tmp_path, capsys, config):
+    from toolformer_kit.commands.cli import main
+
+    (tmp_path / "config.json").write_text(config)
+    assert main(["generate", "--model", str(tmp_path), "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "could not load model" in err and "complete local Hugging Face folder" in err
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("argv, match", [(["--max-new-tokens", "99999999", "hi"], "exceeds the model's context"),
+                                         ([""], "empty prompt")])
+def test_a_prompt_the_model_cannot_take_is_one_line(smollm2, monkeypatch, capsys, argv, match):
+    from toolformer_kit.commands.cli import main
+    from toolformer_kit.lm.base import BACKENDS
+
+    monkeypatch.setattr(BACKENDS.get("hf"), "load", classmethod(lambda cls, *a, **k: smollm2))
+    assert main(["generate", "--model", "smollm2-135m", *argv]) == 2
+    assert match in capsys.readouterr().err

@@ -247,7 +247,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist; pass the path of a YAML/TOML/JSON file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as "
+                          "UTF-8") from None
     try:
         if path.suffix in (".yaml", ".yml"):
             data = yaml.safe_load(text) or {}
@@ -261,6 +265,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"could not parse config file {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of setting: value")
+    odd = [repr(k) for k in data if not isinstance(k, str)]
+    if odd:
+        raise ConfigError(f"config file {path}: setting names must be words, not {', '.join(odd)} (YAML reads "
+                          "1:, null: or true: as a number, none or a boolean)")
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 

@@ -27,7 +27,7 @@ import sys
 from dataclasses import asdict
 
 from ..calls import find_calls
-from ..config import add_dataclass_args, build_config
+from ..config import ConfigError, add_dataclass_args, build_config
 from ..decode.demos import demo_prompt, tool_runner
 from .cli import standalone
 
@@ -101,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     lm = load_lm(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
     decoder = make_decoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
-    results = decoder.generate(prompts, cfg)
+    try:
+        results = decoder.generate(prompts, cfg)
+    except ValueError as exc:  # a prompt the model cannot take (empty, longer than its context): the user's to fix
+        raise ConfigError(str(exc)) from None
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for typed, res in zip(args.prompts, results):
         if args.json:

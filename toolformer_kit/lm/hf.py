@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from .base import PositionLogprobs, Sample, SamplingConfig, TextOrIds, TokenizerSide, resolve_dtype
-from .embedded import resolve_model
+from .embedded import ModelError, resolve_model
 from .hf_sample import ContinuousSampler
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class HFLanguageModel(TokenizerSide):
     def load(cls, model: str, device: str | None = None, dtype: str | None = None,
              cache: str | None = None, **kwargs) -> "HFLanguageModel":
         """Load an embedded model name, a local folder or a hub id."""
+        from safetensors import SafetensorError  # lazy: with transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
 
         path = resolve_model(model, cache)
@@ -80,11 +81,12 @@ class HFLanguageModel(TokenizerSide):
         try:
             tok = AutoTokenizer.from_pretrained(path)
             lm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
-        except OSError as exc:
-            raise RuntimeError(
-                f"could not load model {model!r} ({exc.__class__.__name__}: {str(exc).splitlines()[0]}). "
-                "Without access to a model hub, use an embedded model (toolformer models list) "
-                "or a local Hugging Face folder."
+        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:  # a broken folder
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise ModelError(
+                f"could not load model {model!r} ({exc.__class__.__name__}: {first}). A local folder needs a "
+                "valid config.json, tokenizer files and weights; without access to a model hub, use an embedded "
+                "model (toolformer models list) or a complete local Hugging Face folder."
             ) from None
         return cls(lm.to(dev), tok, name=model, **kwargs)
 
