@@ -88,6 +88,7 @@ class ScriptedModel:
         self.tok = tokenizer
         self.tokens_encoded = 0
         self.forward_calls = 0
+        self.config = SimpleNamespace(num_hidden_layers=1)
 
     # -------------------------------------------------------------- the script
     def script(self, ids: list[int]) -> torch.Tensor:
@@ -135,27 +136,32 @@ class ScriptedModel:
     # -------------------------------------------------------------- forward
     def __call__(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None,
                  use_cache=False, logits_to_keep=0, **_):
+        """Keys are the token ids and values their positions, so a cache (the decoder's row
+        slots or transformers' DynamicCache) hands back exactly what each query may see."""
         self.forward_calls += 1
         b, t = input_ids.shape
-        mask = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
         pos = position_ids if position_ids is not None else torch.arange(t).expand(b, -1)
-        new_ids, new_pos = input_ids, pos
-        if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            layer = past_key_values.layers[0]
-            input_ids = torch.cat([layer.keys[:, 0, :, 0].long(), input_ids], dim=1)
-            pos = torch.cat([layer.values[:, 0, :, 0].long(), pos], dim=1)
+        all_ids, all_pos = input_ids, pos
         if past_key_values is not None and use_cache:
-            past_key_values.update(new_ids[:, None, :, None].float(), new_pos[:, None, :, None].float(), 0)
-        assert mask.shape == input_ids.shape, "attention mask must cover past and new tokens"
-        self.tokens_encoded += int(mask[:, -t:].sum())
+            keys, values = past_key_values.update(input_ids[:, None, :, None].float(), pos[:, None, :, None].float(), 0)
+            all_ids, all_pos = keys[:, 0, :, 0].long(), values[:, 0, :, 0].long()
+        width = all_ids.shape[1]
+        if isinstance(attention_mask, torch.Tensor) and attention_mask.dim() == 4:  # (rows, 1, queries, keys)
+            seen_at = lambda r, j: attention_mask[r, 0, j].bool()
+            self.tokens_encoded += int((input_ids != PAD).sum())
+        else:
+            mask = attention_mask if attention_mask is not None else torch.ones_like(all_ids)
+            assert mask.shape == all_ids.shape, "attention mask must cover past and new tokens"
+            seen_at = (lambda m: lambda r, j: m[r] & (torch.arange(width) <= width - t + j))(mask.bool())
+            self.tokens_encoded += int(mask[:, -t:].sum())
         keep = t if not logits_to_keep else min(logits_to_keep, t)
         out = torch.empty((b, keep, VOCAB))
         for r in range(b):
-            for j, col in enumerate(range(input_ids.shape[1] - keep, input_ids.shape[1])):
-                seen = mask[r, : col + 1].bool()
-                ctx, ctx_pos = input_ids[r, : col + 1][seen].tolist(), pos[r, : col + 1][seen].tolist()
+            for k, j in enumerate(range(t - keep, t)):
+                seen = seen_at(r, j)
+                ctx, ctx_pos = all_ids[r][seen].tolist(), all_pos[r][seen].tolist()
                 assert ctx_pos == list(range(len(ctx))), f"position ids {ctx_pos} are not 0..n-1"
-                out[r, j] = self.script(ctx)
+                out[r, k] = self.script(ctx)
         return SimpleNamespace(logits=out)
 
 

@@ -264,3 +264,18 @@ def test_force_arrow_bans_tokens_that_close_the_input_mid_token():
     pieces = [")", ")]", ") =", "2", "))", "(", "x)", ")) ="]
     assert closing_tokens(1, pieces) == [1, 2, 4, 7]  # ")" and "x)" end where the input closes
     assert closing_tokens(2, pieces) == [7]  # ") =" stays inside; "))" ends as it closes
+
+
+def test_slots_refill_grow_and_split_prefills_without_changing_a_token():
+    """Continuous batching: 2 rows for 8 prompts (slots refilled as rows end), prompts prefilled
+    in runs of a few tokens (a tiny token budget), rows outgrowing their slot's first columns."""
+    long_doc = " " + "one two three four five six seven eight nine ten " * 3 + "done."
+    stories = STORIES + [Story("Long answer:", long_doc, ranks={60: 0}),
+                         Story("Another fairly long prompt here:", DOC, ranks={CALL_AT: 3})]
+    reference, _ = decode(stories, use_cache=False, max_call_tokens=24, max_new_tokens=200)
+    lm = FakeLM(stories)
+    lm.batch_tokens = 40  # a run of prompts holds at most 40 tokens, pads included
+    small, dec = decode(stories, lm=lm, batch_size=2, max_call_tokens=24, max_new_tokens=200)
+    assert as_tuples(small) == as_tuples(reference)
+    assert len(small[-2].token_ids) > 64 + len(long_doc) // 2  # past the slot's first columns
+    assert dec.lm.model.tokens_encoded == sum(len(lm.encode(r.prompt)) + len(r.token_ids) - 1 for r in small)

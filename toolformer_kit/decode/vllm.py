@@ -66,6 +66,13 @@ class VLLMToolDecoder(ToolAwareDecoder):
         self.co = lm.call_open_ids[-1]
 
     # ------------------------------------------------------------------ the loop
+    def _decode_all(self, rows: list[RowState], cfg: DecodeConfig, bar) -> None:
+        """vLLM batches continuously inside; groups only bound the requests in flight at once."""
+        order = sorted(rows, key=lambda r: -len(r.prompt_ids))
+        for s in range(0, len(order), self.batch_size):
+            self._decode_group(order[s: s + self.batch_size], cfg)
+            bar.update(len(order[s: s + self.batch_size]))
+
     def _decode_group(self, rows: list[RowState], cfg: DecodeConfig) -> None:
         if cfg.force_arrow:  # its ban on mid-token closes is a per-step logits mask vLLM is not given
             raise ConfigError("force_arrow is not supported by the vLLM backend yet; use --backend hf")

@@ -40,7 +40,8 @@ class EvalConfig:
         "help": "benchmark folder laid out like shared/data/benchmarks (default: ../shared/data/benchmarks)"})
     out: str = field(default="eval-out", metadata={"help": "output folder (re-running resumes)"})
     limit: Optional[int] = field(default=None, metadata={"help": "at most N examples (documents) per task"})
-    batch_size: int = field(default=8, metadata={"help": "prompts decoded together"})
+    batch_size: int = field(default=64, metadata={
+        "help": "prompts decoded together (a finished one's slot takes the next prompt at once)"})
     seed: int = field(default=0, metadata={"help": "seed for decoding and bootstrap"})
     bootstrap: int = field(default=1000, metadata={"help": "bootstrap resamples for the 95%% intervals"})
     heldout: Optional[str] = field(default=None, metadata={

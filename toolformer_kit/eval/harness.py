@@ -9,7 +9,11 @@ Layout under ``out``::
 A setting is ``disabled`` (the call-open token is masked: the paper's "(disabled)" rows) or ``kN``
 (a call opens when " [" is among the top N next tokens; the paper uses k = 10 and sweeps 1, 3, 10).
 
-**Resuming.** Records are appended as each batch finishes, so a killed run loses one batch; a
+**Batches.** ``batch_size`` prompts decode together; the decoder refills a finished row's slot
+with the next prompt, so each generate call is given :data:`CHUNK` batches' worth of prompts (the
+fewer calls, the less time is spent waiting on a call's slowest rows).
+
+**Resuming.** Records are appended as each chunk finishes, so a killed run loses one chunk; a
 re-run skips the ids already written. Changing ``--limit`` extends (or reuses) the same sample,
 since :func:`~toolformer_kit.eval.tasks.subset` takes examples in a fixed hash order. A run made
 with different decoding settings is refused rather than mixed in.
@@ -49,6 +53,7 @@ RUN_INFO = "run.json"
 # its own budget (max_answer_tokens), which a call or its result never shortens.
 CALL_TOKENS = 48
 CALL_TOKEN_BUDGET = CALL_TOKENS + MAX_RESULT_CHARS
+CHUNK = 4  # batches of prompts per generate call (and per append to examples.jsonl)
 
 
 class ResumeError(ConfigError):
@@ -166,8 +171,8 @@ def _batches(todo: Sequence[Example], task: Task, setting: Setting, tools: Mappi
     """Batches that share one tool set: per-example tools (DATESET's Calendar) force batches of 1."""
     if setting.disabled or not (task.policy.calendar_from_example and "Calendar" in tools):
         shared = {} if setting.disabled else task.policy.tools_for(Example("", "", ()), tools)
-        for s in range(0, len(todo), batch_size):
-            yield list(todo[s: s + batch_size]), shared
+        for s in range(0, len(todo), CHUNK * batch_size):
+            yield list(todo[s: s + CHUNK * batch_size]), shared
         return
     for ex in todo:
         yield [ex], task.policy.tools_for(ex, tools)

@@ -61,7 +61,7 @@ class ExperimentConfig:
     # ------------------------------------------------------------ evaluation
     tasks: list[str] = _f(["svamp", "asdiv", "mawps"], "evaluation tasks")
     eval_limit: int = _f(200, "examples per task (a fixed hash-ordered sample; all when the task has fewer)")
-    eval_batch: int = _f(8, "prompts decoded together", min=1)
+    eval_batch: int = _f(64, "prompts decoded together (a finished one's slot takes the next prompt)", min=1)
     k_eval: int = _f(10, "a call opens when ' [' is among the top k tokens (the paper's k = 10)", min=1)
     eval_force_arrow: bool = _f(False, "also evaluate the tool-trained model with '->' forced once a call's input "
                                        "is closed (setting k10+arrow), reported beside the paper's decoding")
