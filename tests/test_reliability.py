@@ -78,6 +78,16 @@ ROWS = [
     ("8 tools run --timeout -1", ["tools", "run", "Calculator", "1 + 2", "--timeout", "-1"], 2, "timeout must be"),
     ("8 inspect on an invalid port", ["inspect", "{d}", "--port", "70000"], 2, "is not a port"),
     ("9a --disabled=maybe", ["generate", "--disabled=maybe", "p"], 2, "takes no value"),
+    # issue 29, item 14: a file where a folder is expected, refused before any stage runs
+    ("29.14 experiment --out FILE", ["experiment", "math", "--out", "{tmp}/afile"], 2, "is a file"),
+    ("29.14 experiment --results FILE", ["experiment", "math", "--out", "{o}", "--results", "{tmp}/afile"], 2,
+     "--results"),
+    ("29.14 study --out FILE", ["study", "tau", "--out", "{tmp}/afile"], 2, "is a file"),
+    ("29.14 study --results FILE", ["study", "tau", "--out", "{o}", "--results", "{tmp}/afile"], 2, "--results"),
+    ("29.15 --per-recipe unknown setting", ["study", "scale", "--per-recipe", "math.bogus=1", "--out", "{o}"], 2,
+     "--per-recipe 'math.bogus=1': 'bogus' is no recipe setting"),
+    ("29.14 eval --out FILE", ["eval", "--model", "smollm2-135m", "--tasks", "svamp", "--out", "{tmp}/afile"], 2,
+     "is a file"),
 ]
 MODEL_ROWS = [
     ("6 non-UTF-8 corpus", ["annotate", "--corpus", "{tmp}/latin1.jsonl", "--out", "{o}"], 2,

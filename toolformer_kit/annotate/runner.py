@@ -136,7 +136,8 @@ class Runner:
                               if have.get("settings", {}).get(k) != wanted["settings"].get(k))
                 what = f"settings differ: {', '.join(diff)}" if diff else "the corpus differs"
                 raise ConfigError(f"{self.out} holds another annotation run ({what}); "
-                                  "use a new --out, or --overwrite to discard it")
+                                  "use a new --out, or discard it (`toolformer annotate --overwrite`, or delete "
+                                  "the folder)")
         (self.out / "shards").mkdir(parents=True, exist_ok=True)
         if not run_file.exists():
             write_atomic(run_file, json.dumps(wanted, indent=1, ensure_ascii=False))

@@ -33,9 +33,22 @@ def per_recipe(study, recipe: str) -> dict[str, str]:
         if name not in study.recipes and name not in available():
             raise ConfigError(f"per-recipe setting {item!r} names {name!r}, which is no recipe "
                               f"(recipes: {', '.join(available())})")
+        _check_setting(item, key)
         if name == recipe:
-            out[key] = value
+            out[key.replace("-", "_")] = value
     return out
+
+
+def _check_setting(item: str, key: str) -> None:
+    """An unknown setting is the flag's mistake, not the recipe file's: name the flag."""
+    import dataclasses
+    import difflib
+
+    fields = [f.name for f in dataclasses.fields(ExperimentConfig)]
+    if key.replace("-", "_") not in fields:
+        close = difflib.get_close_matches(key.replace("-", "_"), fields, 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"--per-recipe {item!r}: {key!r} is no recipe setting{hint}")
 
 
 def recipe_config(study, recipe: str, out: Path, model: str | None = None) -> ExperimentConfig:

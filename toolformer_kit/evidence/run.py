@@ -256,6 +256,8 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
     for name, guard, _ in steps:
         if guard:
             ledger.check(name, stage_settings(cfg, guard), complete[name]())
+    if cfg.results and Path(cfg.results).exists() and not Path(cfg.results).is_dir():
+        raise ConfigError(f"--results {cfg.results} is a file; pass a folder for the report (it is created if missing)")
     made = Path(cfg.results) / "results.json"
     if made.is_file() and not cfg.replace_results:
         try:

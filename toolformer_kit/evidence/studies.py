@@ -326,6 +326,8 @@ def run_study(study: StudyConfig, command: str = "", latency=None) -> Path:
             check_tasks(cfg)
     ledger = X.Ledger(out)
     _preflight(out, steps, ledger)
+    if Path(study.results).exists() and not Path(study.results).is_dir():
+        raise ConfigError(f"--results {study.results} is a file; pass a folder for the report (it is created if missing)")
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "study.json", json.dumps({"command": command, "settings": to_dict(study)}, indent=1))
     if study.threads:

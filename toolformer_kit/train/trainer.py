@@ -35,7 +35,6 @@ with without_namespace("datasets"):  # the repository's datasets/ folder is not 
     from transformers import (AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments,
                               set_seed)
     from transformers.trainer_callback import ProgressCallback
-    from transformers.trainer_utils import get_last_checkpoint
 
 from ..config import ConfigError, to_dict
 from ..files import write_atomic
@@ -236,6 +235,7 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
             "tools": {} if cfg.plain_baseline else dict(train_tools), "removed_calls": dict(train_tools)}
 
 
+STAGING = ".saving"  # the final model is written here, then moved into --out file by file
 MODEL_FILES = ("model.safetensors", "adapter_model.safetensors", "pytorch_model.bin", "config.json")
 
 
@@ -252,7 +252,7 @@ def _check_out(out: Path, base: str | None = None) -> None:
             raise ConfigError(f"--out {out} is the folder of the base model {base}: training would overwrite the "
                               "model it starts from; pass a new folder for --out")
     found = [n for n in MODEL_FILES if (out / n).exists()]
-    if found and not (out / CHECKPOINTS).is_dir():
+    if found and not (out / CHECKPOINTS).is_dir() and not (out / RUN_FILE).is_file():
         raise ConfigError(f"--out {out} holds {', '.join(found)} that no training run wrote there; refusing to "
                           "replace them: pass a new folder for --out")
 
@@ -295,11 +295,44 @@ def check_resume(cfg: TrainConfig, out: Path) -> None:
 
 
 def _last_checkpoint(out: Path, resume: bool) -> str | None:
+    """The newest checkpoint that is whole: one cut off by a kill (its trainer_state.json or
+    weights unreadable) is skipped with a warning naming it, so a re-run resumes from the one
+    before instead of failing on every try."""
     folder = out / CHECKPOINTS
-    found = get_last_checkpoint(str(folder)) if resume and folder.is_dir() else None
-    if found:
-        log.info("resuming from %s", found)
-    return found
+    if not (resume and folder.is_dir()):
+        return None
+    steps = sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
+                   key=lambda p: int(p.name[11:]), reverse=True)
+    for ckpt in steps:
+        problem = checkpoint_problem(ckpt)
+        if problem is None:
+            log.info("resuming from %s", ckpt)
+            return str(ckpt)
+        log.warning("skipping %s: %s (cut off by a kill?); resuming from the checkpoint before it", ckpt, problem)
+    return None
+
+
+def checkpoint_problem(ckpt: Path) -> str | None:
+    """Why a checkpoint folder cannot be resumed from, or None when it is whole."""
+    state = ckpt / "trainer_state.json"
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"{state.name} is unreadable ({exc.__class__.__name__})"
+    weights = [ckpt / n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()]
+    if not weights and not (ckpt / "pytorch_model.bin").is_file():
+        return "it holds no weights"
+    for w in weights:
+        try:
+            from safetensors import safe_open  # lazy: with transformers
+
+            with safe_open(str(w), framework="pt") as fh:
+                names = list(fh.keys())
+                if names:
+                    fh.get_slice(names[-1])  # the header's last tensor lies within the file
+        except Exception as exc:  # noqa: BLE001 - any failure to read means: not whole
+            return f"{w.name} is unreadable ({exc.__class__.__name__})"
+    return None
 
 
 # ---------------------------------------------------------------- the run
@@ -319,8 +352,13 @@ def _save_final(trainer, tokenizer, out: Path, is_lora: bool) -> None:
         tokenizer.save_pretrained(out / lora.ADAPTER_DIR)
         model = lora.merge(model)
     model.config.use_cache = True  # generation wants its KV cache back
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    staging = out / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    for f in sorted(staging.iterdir()):  # whole files only: a kill mid-save leaves them in staging
+        os.replace(f, out / f.name)
+    staging.rmdir()
 
 
 def _make_trainer(args, model, tokenizer, prepared: dict):
@@ -346,6 +384,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     base_path = resolve_model(cfg.model)
     _check_out(out, base_path)
     out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / STAGING, ignore_errors=True)  # a save a kill cut off (the full model's size)
     if cfg.resume:
         check_resume(cfg, out)
     else:
