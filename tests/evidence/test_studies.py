@@ -93,7 +93,7 @@ def test_bad_input_is_one_line_naming_the_fix(capsys):
         S.load_study("cost", {"call_costs": [-1]})
     with pytest.raises(ConfigError, match="names 'maths', which is no recipe"):
         L.per_recipe(S.load_study("tau", {"per_recipe": ["maths.docs=3"]}), "search")
-    with pytest.raises(ConfigError, match=r"'docz' \(did you mean 'docs'\?\)"):
+    with pytest.raises(ConfigError, match=r"--per-recipe 'search.docz=3': 'docz' is no recipe setting \(did you mean 'docs'\?\)"):
         L.recipe_config(S.load_study("tau", {"per_recipe": ["search.docz=3"]}), "search", Path("x"))
 
 
