@@ -356,3 +356,18 @@ def test_the_maths_corpus_in_prose_drops_written_sums_but_keeps_the_draw_and_eve
         assert "<<" not in p.text and len(p.text) <= len(w.text)
         # every number the prose keeps was in the written solution: results are not invented
         assert set(re.findall(r"\d+", p.text)) <= set(re.findall(r"\d+", w.text))
+
+
+def test_a_re_run_with_nothing_to_do_keeps_the_stage_times(tmp_path):
+    """issue 29, item 15: a no-op re-run used to add its seconds to the evaluation's and the report's."""
+    from toolformer_kit.evidence.run import Ledger
+
+    ledger = Ledger(tmp_path)
+    ledger.record("evaluate", None, 900.0, "set")
+    ledger.record("report", None, 5.0, "keep")  # first run: kept as it is the only one
+    ledger.record("evaluate", None, 40.0, "keep")  # re-run, nothing left to answer
+    ledger.record("report", None, 6.0, "keep")
+    assert ledger.data["evaluate"]["seconds"] == 900.0 and ledger.data["report"]["seconds"] == 5.0
+    assert ledger.data["evaluate"]["seconds_last_run"] == 40.0
+    ledger.record("evaluate", None, 300.0, "add")  # resumed: answered what a kill left
+    assert Ledger(tmp_path).data["evaluate"]["seconds"] == 1200.0

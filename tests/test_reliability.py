@@ -86,6 +86,10 @@ ROWS = [
     ("29.14 study --results FILE", ["study", "tau", "--out", "{o}", "--results", "{tmp}/afile"], 2, "--results"),
     ("29.15 --per-recipe unknown setting", ["study", "scale", "--per-recipe", "math.bogus=1", "--out", "{o}"], 2,
      "--per-recipe 'math.bogus=1': 'bogus' is no recipe setting"),
+    ("29.15 experiment: unknown tool", ["experiment", "math", "--tools", "Calculatr", "--out", "{o}"], 2,
+     "did you mean 'Calculator'"),
+    ("29.15 pipeline: unknown tool", ["pipeline", "--tools", "Calculatr", "--out", "{o}"], 2,
+     "did you mean 'Calculator'"),
     ("29.14 eval --out FILE", ["eval", "--model", "smollm2-135m", "--tasks", "svamp", "--out", "{tmp}/afile"], 2,
      "is a file"),
 ]

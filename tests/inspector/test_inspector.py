@@ -58,6 +58,13 @@ def test_api_counts_views_and_segments(run_dir):
     assert [s["call"] for s in gen["segments"]] == [False, True, False]
 
 
+def test_a_run_folder_opens_its_annotation_and_evaluation(run_dir):
+    """`toolformer inspect RUN` on a pipeline or experiment folder (annotate/ and eval/ inside)."""
+    (run_dir / "annot").rename(run_dir / "annotate")
+    data = load([run_dir])
+    assert len(data.candidates) == 4 and len(data.generations) == 1
+
+
 def test_folder_with_nothing_to_show_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no annotation output"):
         load([tmp_path])

@@ -82,11 +82,15 @@ class Ledger:
                               f"use another --out, or delete {self.path.parent} to start over")
         return done and old is not None
 
-    def record(self, stage: str, settings: dict | None, seconds: float) -> None:
+    def record(self, stage: str, settings: dict | None, seconds: float, mode: str = "set") -> None:
+        """``mode``: ``set`` the stage's seconds (it ran in full), ``add`` them to the earlier runs'
+        (an evaluation resumed), or ``keep`` the earlier runs' (a re-run that had nothing to do:
+        it must not inflate, nor replace, what the work took). The last run's are kept apart."""
         entry = self.data.setdefault(stage, {})
         if settings is not None:
             entry["settings"] = settings
-        entry["seconds"] = round(seconds + entry.get("seconds", 0.0) * (settings is None), 1)
+        if mode != "keep" or "seconds" not in entry:
+            entry["seconds"] = round(seconds + entry.get("seconds", 0.0) * (mode == "add"), 1)
         entry["seconds_last_run"] = round(seconds, 1)
         write_atomic(self.path, json.dumps(self.data, indent=1))
 
@@ -271,9 +275,41 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
                               "pass --results DIR to write elsewhere, or --replace-results to replace it")
 
 
+def _mode(stage: str, guard, before: int, after: int) -> str:
+    """How a finished stage's seconds enter the ledger (see :meth:`Ledger.record`): a guarded
+    stage ran in full; an evaluation that found answers adds what it answered, or keeps the
+    earlier seconds when it answered nothing; other unguarded stages (models, ceiling, report)
+    keep their first run's.
+
+    >>> _mode("annotate", "annotate", 0, 0), _mode("evaluate", None, 0, 9), _mode("evaluate", None, 4, 9)
+    ('set', 'set', 'add')
+    >>> _mode("evaluate", None, 9, 9), _mode("report", None, 9, 9)
+    ('keep', 'keep')
+    """
+    if guard:
+        return "set"
+    if stage == "evaluate":
+        return "set" if before == 0 else "add" if after > before else "keep"
+    return "keep"
+
+
+def eval_records(out: Path) -> int:
+    """Answers the evaluation has written so far (it resumes by skipping them)."""
+    return sum(sum(1 for _ in p.open("rb")) for p in (out / "eval").glob("*/*/*/examples.jsonl"))
+
+
+def check_tools(names) -> None:
+    """Every tool named exists, before the corpus stage runs (it used to be found out at annotation)."""
+    from ..tools import get_tool
+
+    for name in names:
+        get_tool(name)
+
+
 def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     """Every stage of the recipe in order; returns the results folder."""
     check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
+    check_tools(cfg.tools)
     out = Path(cfg.out)
     ledger, complete = Ledger(out), _complete(cfg, out)
     steps = plan(cfg, out, command)
@@ -288,9 +324,9 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
             progress.skip(name)
             continue
         progress.start(name)
-        t0 = time.perf_counter()
+        t0, answered = time.perf_counter(), eval_records(out)
         fn()
         seconds = time.perf_counter() - t0
-        ledger.record(name, settings, seconds)
+        ledger.record(name, settings, seconds, _mode(name, guard, answered, eval_records(out)))
         progress.finish(name, seconds)
     return Path(cfg.results)

@@ -138,21 +138,30 @@ def load_eval(folder: Path, data: InspectData) -> None:
             data.generations.append({"model": model, "setting": setting, **row, "task": task})
 
 
+def _parts(folder: Path) -> list[Path]:
+    """The folder itself, or for a pipeline or experiment run folder its annotate/ and eval/."""
+    if (folder / "candidates.jsonl").is_file() or (folder / "bank" / "campaign.json").is_file():
+        return [folder]
+    inside = [folder / name for name in ("annotate", "eval") if (folder / name).is_dir()]
+    return inside or [folder]
+
+
 def load(folders: list[str | Path]) -> InspectData:
     """Read every folder given; raises FileNotFoundError naming a folder with nothing to show."""
     data = InspectData()
     for f in folders:
         folder = Path(f)
         before = (len(data.candidates), len(data.generations))
-        if (folder / "candidates.jsonl").is_file():
-            load_annotation(folder, data)
-        elif (folder / "bank" / "campaign.json").is_file():
-            load_campaign(folder, data)
-        load_eval(folder, data)
+        for part in _parts(folder):
+            if (part / "candidates.jsonl").is_file():
+                load_annotation(part, data)
+            elif (part / "bank" / "campaign.json").is_file():
+                load_campaign(part, data)
+            load_eval(part, data)
         if (len(data.candidates), len(data.generations)) == before:
             raise FileNotFoundError(f"{folder} holds no annotation output (candidates.jsonl) and no "
                                     "evaluation traces (MODEL/SETTING/TASK/examples.jsonl); pass the "
-                                    "--out folder of 'toolformer annotate' or 'toolformer eval'")
+                                    "--out folder of 'toolformer annotate', 'eval', 'pipeline' or 'experiment'")
         data.sources.append(str(folder))
     return data
 

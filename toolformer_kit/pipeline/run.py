@@ -184,6 +184,8 @@ def check_inputs(cfg: PipelineConfig) -> None:
 
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     check_inputs(cfg)
+    for name in cfg.tools:  # before any stage writes: an unknown name used to surface at annotation
+        get_tool(name)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
