@@ -3,7 +3,7 @@
 Everything here is recomputed from ``examples.jsonl`` files, so a report never disagrees with the
 records it claims to describe, and a resumed or extended run simply re-reports.
 
-* :func:`summarize_run` — accuracy with a bootstrap 95% interval, the call rate, and accuracy on
+* :func:`summarize_run` — accuracy with a Wilson 95% interval, the call rate, and accuracy on
   examples with a call (AC) and without (NC), as in the paper's Table 9;
 * :func:`results_table` — one row per (model, setting, task);
 * :func:`comparison_table` — tasks × runs, the shape of the paper's Tables 3–7;
@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .metrics import bootstrap_ci, mean
+from .metrics import mean, wilson_ci
 from .records import RECORDS, read_records
 from .tasks import TASKS
 
@@ -39,7 +39,7 @@ def task_info(task: str) -> tuple[str, str, str]:
 
 
 def _acc(values: Sequence[bool], n_resamples: int, seed: int) -> dict:
-    return {"n": len(values), "accuracy": mean(values), "ci95": bootstrap_ci(values, n_resamples, seed=seed)}
+    return {"n": len(values), "accuracy": mean(values), "ci95": wilson_ci(values)}
 
 
 def summarize_run(records: Sequence[dict], model: str, setting: str, task: str,
@@ -174,7 +174,7 @@ def write_report(out: str | Path, n_resamples: int = 1000, seed: int = 0, plots:
     out = Path(out)
     summaries = collect(out, n_resamples, seed)
     (out / "summary.json").write_text(json.dumps(summaries, indent=2))
-    parts = ["# Results\n", "Accuracy in %, with bootstrap 95% intervals over examples. "
+    parts = ["# Results\n", "Accuracy in %, with Wilson 95% intervals. "
              "AC: examples where the model made a call; NC: the rest.\n",
              "## Comparison\n", comparison_table(summaries), "\n## All runs\n", results_table(summaries),
              "\n## Tasks\n", "The tool each task exercises (the paper groups its results so) and how it "
@@ -202,8 +202,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[tuple[float | None, tupl
             xs.append(i + (j - (len(series) - 1) / 2) * width)
             ys.append(100 * acc)
             lo, hi = ci or (acc, acc)
-            errs[0].append(100 * (acc - lo))
-            errs[1].append(100 * (hi - acc))
+            errs[0].append(max(0.0, 100 * (acc - lo)))
+            errs[1].append(max(0.0, 100 * (hi - acc)))
         ax.bar(xs, ys, width, yerr=errs, capsize=2, label=name)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, rotation=30, ha="right")

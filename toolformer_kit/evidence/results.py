@@ -2,9 +2,10 @@
 small PNG plots; never weights).
 
 The report opens with its **verdict**: per task, the tool-trained model with tools vs the same
-model with calls disabled, each with a 95 % bootstrap interval, and the paired difference with
-its own interval (the two settings answer the same examples, so the difference is resampled per
-example: :func:`~toolformer_kit.eval.metrics.paired_bootstrap_diff`). Settings and details come
+model with calls disabled, each with a 95 % Wilson interval, and the paired difference with
+its own interval (the two settings answer the same examples: Newcombe's paired interval,
+:func:`~toolformer_kit.eval.metrics.newcombe_paired_diff`, which keeps its width at 0 or 100 %
+and when no pair is discordant, where a bootstrap collapses to a point). Settings and details come
 after. Every number here is recomputed from the per-example records, so the report cannot
 disagree with them.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import blocks as R
-from ..eval.metrics import bootstrap_ci, mean, paired_bootstrap_diff
+from ..eval.metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
 from ..eval.records import RECORDS, read_records
 from ..lm.base import matmul_gflops
 from .funnel import USEFUL, funnel, search_useful, weakest_step
@@ -38,7 +39,7 @@ def accuracy(records: Sequence[Mapping], n_resamples: int = 1000, seed: int = 0)
     0.5
     """
     values = [bool(r["correct"]) for r in records]
-    ci = bootstrap_ci(values, n_resamples, seed=seed)
+    ci = wilson_ci(values)
     return {"n": len(values), "accuracy": mean(values), "ci95": list(ci) if ci else None}
 
 
@@ -57,8 +58,7 @@ def paired(on: Sequence[Mapping], off: Sequence[Mapping], n_resamples: int = 100
     by_id = {r["id"]: r for r in off}
     pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id and (keep is None or r["id"] in keep)]
     a, b = [p[0] for p in pairs], [p[1] for p in pairs]
-    d = paired_bootstrap_diff([bool(r["correct"]) for r in a], [bool(r["correct"]) for r in b], n_resamples,
-                              seed=seed)
+    d = newcombe_paired_diff([bool(r["correct"]) for r in a], [bool(r["correct"]) for r in b])
     return {"n": len(pairs), "tools": accuracy(a, n_resamples, seed), "disabled": accuracy(b, n_resamples, seed),
             "diff": d[0] if d else None, "diff_ci95": list(d[1]) if d else None,
             "call_rate": mean([bool(r.get("called")) for r in a])}
@@ -75,6 +75,8 @@ def goal_check(rows: Sequence[Mapping], gain: float, subset: str = "all", call_r
     """
     met, best, best_diff = [], None, float("-inf")
     for row in rows:
+        if row.get("pooled"):  # the goal is per task; the pooled row is reported beside
+            continue
         p = row.get(subset)
         if not p or p.get("diff") is None:
             continue
@@ -156,7 +158,27 @@ def headline_rows(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples:
             row["retrievable_share"] = len(retrievable[task] & ids) / len(ids) if ids else None
             row["retrievable"] = paired(on_recs, off_recs, n_resamples, seed, keep=retrievable[task])
         rows.append(row)
+    if len(rows) > 1:
+        rows.append(pooled_row(eval_folder, [r["task"] for r in rows], on, label, n_resamples, seed))
     return rows
+
+
+def pooled_row(eval_folder: Path, tasks: Sequence[str], on: str, label: str = LABEL, n_resamples: int = 1000,
+               seed: int = 0) -> dict:
+    """Every task's pairs together: Newcombe's interval over all pairs, and beside it the paired
+    bootstrap resampled within each task (so each keeps its size)."""
+    on_all, off_all, strata = [], [], []
+    for task in tasks:
+        on_recs, off_recs = load_records(eval_folder, label, on, task), load_records(eval_folder, label, "disabled", task)
+        by_id = {r["id"]: r for r in off_recs}
+        pairs = [(r, by_id[r["id"]]) for r in on_recs if r["id"] in by_id]
+        strata.append(([bool(a["correct"]) for a, _ in pairs], [bool(b["correct"]) for _, b in pairs]))
+        on_all += [{**a, "id": f"{task}/{a['id']}"} for a, _ in pairs]
+        off_all += [{**b, "id": f"{task}/{b['id']}"} for _, b in pairs]
+    row = {"task": "pooled", "pooled": True, "all": paired(on_all, off_all, n_resamples, seed)}
+    boot = stratified_paired_bootstrap(strata, n_resamples, seed=seed)
+    row["all"]["diff_ci95_stratified_bootstrap"] = list(boot[1]) if boot else None
+    return row
 
 
 def columns(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int, seed: int,
@@ -238,7 +260,8 @@ def headline_table(rows: Sequence[Mapping]) -> R.Block:
 def verdict_blocks(rows: Sequence[Mapping], text: str = "") -> list[R.Block]:
     """What every report opens with (the pipeline's too): the headline table, then its reading."""
     intro = ("The tool-trained model with tools vs the same model with calls disabled, on the same examples; "
-             "accuracy in % with bootstrap 95% intervals, and the paired difference in points.")
+             "accuracy in % with Wilson 95% intervals, and the paired difference in points with Newcombe's "
+             "paired 95% interval.")
     blocks = [R.Block("h2", "Verdict")]
     blocks += [R.Block("p", text)] if text else []
     if not rows:

@@ -80,8 +80,8 @@ def collect(cfg, out: Path) -> dict:
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
             "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
-            "deviations": deviations(cfg), "interval": "95% percentile bootstrap over examples, "
-            f"{cfg.bootstrap} resamples; the difference is resampled per example (paired)"}
+            "deviations": deviations(cfg), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
+            "paired 95% interval (method 10, Wilson-based, 1998)"}
 
 
 def _verdict_of(cfg, folder: Path, setting: str, flags) -> dict:

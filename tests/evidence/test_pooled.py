@@ -1,0 +1,30 @@
+"""The headline's pooled row (issue 27, item 3): every task's pairs together, with Newcombe's
+interval and the task-stratified paired bootstrap; intervals stay honest at 0 of n."""
+
+import json
+
+from toolformer_kit.evidence.results import LABEL, goal_check, headline_rows
+
+
+def write(folder, setting, task, correct):
+    path = folder / LABEL / setting / task / "examples.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": str(i), "correct": c, "called": setting != "disabled"}) + "\n"
+                            for i, c in enumerate(correct)))
+
+
+def test_pooled_row_joins_the_tasks_and_keeps_honest_intervals(tmp_path):
+    write(tmp_path, "k10", "svamp", [True] * 12 + [False] * 28)
+    write(tmp_path, "disabled", "svamp", [True] * 8 + [False] * 32)
+    write(tmp_path, "k10", "asdiv", [False] * 30)  # 0 of 30 either way: no discordant pair
+    write(tmp_path, "disabled", "asdiv", [False] * 30)
+    rows = headline_rows(tmp_path, ["svamp", "asdiv"], "k10", 400)
+    assert [r["task"] for r in rows] == ["svamp", "asdiv", "pooled"]
+    asdiv, pooled = rows[1]["all"], rows[2]["all"]
+    assert asdiv["diff"] == 0.0 and asdiv["diff_ci95"][0] < 0 < asdiv["diff_ci95"][1]  # not [0, 0]
+    assert asdiv["tools"]["ci95"][0] == 0.0 and asdiv["tools"]["ci95"][1] > 0.1  # 0 of 30 is not certainty
+    assert pooled["n"] == 70 and abs(pooled["diff"] - 4 / 70) < 1e-12
+    lo, hi = pooled["diff_ci95"]
+    blo, bhi = pooled["diff_ci95_stratified_bootstrap"]
+    assert lo < pooled["diff"] < hi and blo <= pooled["diff"] <= bhi
+    assert "pooled" not in goal_check(rows, 1)["met_on"]  # the goal stays per task
