@@ -28,3 +28,18 @@ def test_pooled_row_joins_the_tasks_and_keeps_honest_intervals(tmp_path):
     blo, bhi = pooled["diff_ci95_stratified_bootstrap"]
     assert lo < pooled["diff"] < hi and blo <= pooled["diff"] <= bhi
     assert "pooled" not in goal_check(rows, 1)["met_on"]  # the goal stays per task
+
+
+def test_the_endpoint_opens_the_report_and_says_whether_it_was_met(tmp_path):
+    from toolformer_kit.evidence.results import endpoint_check
+    from toolformer_kit.evidence.writer import _endpoint_blocks
+
+    write(tmp_path, "k10", "svamp", [True] * 12 + [False] * 28)
+    write(tmp_path, "disabled", "svamp", [True] * 8 + [False] * 32)
+    rows = headline_rows(tmp_path, ["svamp"], "k10", 400)
+    recs = [{"calls": [{"reason": "" if i % 4 else "too_long"}]} for i in range(40)]
+    e = endpoint_check(rows, recs, 5, 0.8)
+    assert e["well_formed"]["rate"] == 0.75 and not e["well_formed_met"] and not e["met"]
+    text = _endpoint_blocks(e)[1].text
+    assert "**not met**" in text and "+10.0 points" in text and "75 % (30 of 40)" in text
+    assert _endpoint_blocks(None) == []

@@ -75,6 +75,10 @@ class ExperimentConfig:
                           min=0, max=100)
     goal_subset: str = _f("all", "where the gain is measured: all, or retrievable (the ceiling's subset)")
     goal_call_rate: float = _f(0.0, "share of inputs with a call the goal also asks for (0 = none)", min=0, max=1)
+    endpoint_gain: float = _f(0.0, "pre-registered endpoint: pooled tools − disabled over all tasks, in points, "
+                                   "with its 95%% interval above 0 (0 = no endpoint)", min=0, max=100)
+    endpoint_well_formed: float = _f(0.0, "pre-registered endpoint: share of opened calls written well-formed "
+                                          "(Tool(input) ->)", min=0, max=1)
     # ------------------------------------------------------------ machine
     data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
                                        "../shared/data/benchmarks next to the repository)")

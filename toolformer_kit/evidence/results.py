@@ -277,3 +277,43 @@ def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int =
     text = (f"Tools help, with the paired interval above 0, on: {', '.join(helped)}." if helped else
             "On no task is the paired difference (tools − disabled) clearly above 0.") if rows else ""
     return verdict_blocks(rows, text)
+
+
+# Call outcomes in which the model wrote ``Tool(input) ->`` (the tool then ran, or failed on its own).
+WELL_FORMED = ("", "no_result", "tool_error")
+
+
+def well_formed_rate(records: Sequence[Mapping]) -> dict:
+    """Of the calls the model opened, how many it wrote as ``Tool(input) ->``.
+
+    >>> recs = [{"calls": [{"reason": ""}]}, {"calls": [{"reason": "too_long"}]}, {"calls": []}]
+    >>> well_formed_rate(recs)
+    {'opened': 2, 'well_formed': 1, 'rate': 0.5}
+    """
+    calls = [c for r in records for c in r.get("calls") or []]
+    good = sum(1 for c in calls if c.get("reason", "") in WELL_FORMED)
+    return {"opened": len(calls), "well_formed": good, "rate": good / len(calls) if calls else None}
+
+
+def endpoint_check(rows: Sequence[Mapping], records: Sequence[Mapping], gain: float, well_formed: float) -> dict:
+    """The recipe's pre-registered endpoint: the pooled paired difference reaches ``gain`` points
+    with its interval above 0, and at least ``well_formed`` of the opened calls are well-formed.
+
+    >>> rows = [{"task": "pooled", "pooled": True, "all": {"diff": 0.06, "diff_ci95": [0.01, 0.11]}}]
+    >>> recs = [{"calls": [{"reason": ""}]}] * 9 + [{"calls": [{"reason": "too_long"}]}]
+    >>> e = endpoint_check(rows, recs, 5, 0.8)
+    >>> e["met"], e["gain_met"], e["well_formed_met"], e["well_formed"]["rate"]
+    (True, True, True, 0.9)
+    >>> endpoint_check(rows, recs, 10, 0.8)["met"]
+    False
+    """
+    pooled = next((r["all"] for r in rows if r.get("pooled")), None)
+    if pooled is None and len(rows) == 1:
+        pooled = rows[0]["all"]
+    diff, ci = (pooled or {}).get("diff"), (pooled or {}).get("diff_ci95")
+    gain_met = diff is not None and ci is not None and 100 * diff >= gain and ci[0] > 0
+    wf = well_formed_rate(records)
+    wf_met = wf["rate"] is not None and wf["rate"] >= well_formed
+    return {"gain": gain, "well_formed_required": well_formed, "pooled_diff": diff, "pooled_ci95": ci,
+            "gain_met": gain_met, "well_formed": wf, "well_formed_met": wf_met, "met": gain_met and wf_met}
+

@@ -71,10 +71,14 @@ def collect(cfg, out: Path) -> dict:
         if cfg.ceiling else None
     main = _verdict_of(cfg, folder, on, flags)
     rows, funnels, goal = main["headline"], main["funnel"], main["goal"]
+    endpoint = None
+    if cfg.endpoint_gain or cfg.endpoint_well_formed:
+        recs = [r for t in cfg.tasks for r in results.load_records(folder, LABEL, on, t)]
+        endpoint = results.endpoint_check(rows, recs, cfg.endpoint_gain, cfg.endpoint_well_formed)
     arrow = _verdict_of(cfg, folder, f"{on}+arrow", flags) if (folder / LABEL / f"{on}+arrow").is_dir() else {}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
-            "goal": goal, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
+            "goal": goal, "endpoint": endpoint, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
             "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
@@ -122,8 +126,26 @@ def _training(out: Path) -> dict:
 
 
 # ---------------------------------------------------------------- report.md
+def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
+    """The endpoint the recipe fixed before the run, and whether it was met: the report's first words."""
+    if not e:
+        return []
+    ci = e["pooled_ci95"]
+    diff = "–" if e["pooled_diff"] is None else f"{100 * e['pooled_diff']:+.1f} points" + (
+        f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+    wf = e["well_formed"]
+    rate = "no call opened" if wf["rate"] is None else f"{100 * wf['rate']:.0f} % ({wf['well_formed']} of {wf['opened']})"
+    verdict = "**met**" if e["met"] else "**not met**"
+    return [R.Block("h2", "Pre-registered endpoint"),
+            R.Block("p", f"Fixed in the recipe before the run: pooled tools − disabled ≥ +{e['gain']:g} points with "
+                         f"its 95 % interval above 0, and ≥ {100 * e['well_formed_required']:.0f} % of opened calls "
+                         f"well-formed (Tool(input) ->), with the paper's decoding. Result: {verdict}. Pooled "
+                         f"difference {diff} ({'met' if e['gain_met'] else 'not met'}); well-formed {rate} "
+                         f"({'met' if e['well_formed_met'] else 'not met'}).")]
+
+
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
-    blocks = verdict_blocks(res["headline"], res["verdict"]) + _arrow_blocks(res)
+    blocks = _endpoint_blocks(res.get("endpoint")) + verdict_blocks(res["headline"], res["verdict"]) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
