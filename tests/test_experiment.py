@@ -371,3 +371,20 @@ def test_a_re_run_with_nothing_to_do_keeps_the_stage_times(tmp_path):
     assert ledger.data["evaluate"]["seconds_last_run"] == 40.0
     ledger.record("evaluate", None, 300.0, "add")  # resumed: answered what a kill left
     assert Ledger(tmp_path).data["evaluate"]["seconds"] == 1200.0
+
+
+def test_training_choices_are_checked_and_old_ledgers_still_resume(tmp_path):
+    """train_keep / train_dev (issue 27, item 1) are refused when misspelt; a stage recorded before
+    they existed was made at their defaults, so it resumes rather than being refused."""
+    from toolformer_kit.evidence.recipe import ExperimentConfig
+    from toolformer_kit.evidence.run import Ledger
+
+    with pytest.raises(ConfigError, match="train_keep must be best or last"):
+        ExperimentConfig(name="t", train_keep="newest")
+    with pytest.raises(ConfigError, match="train_dev must be corpus or cstar"):
+        ExperimentConfig(name="t", train_dev="dev")
+    ledger = Ledger(tmp_path)
+    ledger.record("train (tools)", {"model": "m", "train_steps": 4}, 1.0)
+    assert ledger.check("train (tools)", {"model": "m", "train_steps": 4, "train_keep": "best"}, done=True)
+    with pytest.raises(ConfigError, match="train_keep: 'best' → 'last'"):
+        ledger.check("train (tools)", {"model": "m", "train_steps": 4, "train_keep": "last"}, done=True)

@@ -93,3 +93,11 @@ def test_training_arguments_follow_the_config(tmp_path):
 def test_hyperparameters_for_the_card_report_the_real_effective_batch():
     hp = hyperparameters(TrainConfig(batch_size=3, effective_batch=128), grad_accum=43, world_size=1, bf16=False)
     assert hp["effective_batch"] == 129 and hp["precision"] == "fp32" and "lora_r" not in hp
+
+
+def test_keep_last_turns_off_the_best_checkpoint_and_bad_values_are_refused(tmp_path):
+    """issue 27, item 1: a call-free dev set penalises learning the call syntax; keep the last step."""
+    last = build_arguments(TrainConfig(max_steps=30, keep="last", device="cpu"), tmp_path, 1, False, True, False)
+    assert not last.load_best_model_at_end and last.eval_strategy == "steps"  # perplexity still reported
+    with pytest.raises(ConfigError, match="--keep must be 'best' or 'last'"):
+        TrainConfig(keep="newest")

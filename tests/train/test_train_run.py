@@ -266,3 +266,18 @@ def test_training_is_deterministic_and_a_resumed_run_equals_an_uninterrupted_one
     runs["c"] = load_file(str(tmp_path / "c" / "model.safetensors"))
     for name in ("b", "c"):
         assert all(torch.equal(runs["a"][k], runs[name][k]) for k in runs["a"]), name
+
+
+def test_dev_texts_with_calls_keep_them_for_the_tool_run_only(tiny_model, files, tmp_path):
+    """issue 27, item 1: held-out C* texts as the dev set, calls kept, so perplexity does not
+    pick the checkpoint that writes fewest calls; +CC's dev texts stay plain."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    cfg = _cfg(tiny_model, *files, tmp_path / "a", dev_data=None, dev_with_calls=True, max_length=64)
+    plain = _cfg(tiny_model, *files, tmp_path / "b", dev_data=None, max_length=64)
+    with_calls, without = trainer_mod.prepare_data(cfg, tok), trainer_mod.prepare_data(plain, tok)
+    assert with_calls["dev"].n_tokens > without["dev"].n_tokens  # the dev text's call is still in it
+    cc = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "c", dev_data=None, dev_with_calls=True,
+                                       plain_baseline=True, max_length=64), tok)
+    assert cc["dev"].n_tokens == without["dev"].n_tokens

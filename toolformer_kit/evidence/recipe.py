@@ -56,6 +56,10 @@ class ExperimentConfig:
     train_batch: int = _f(8, "effective batch (sequences per step)")
     micro_batch: int = _f(4, "sequences per forward pass (memory knob; the effective batch stays)", min=1)
     learning_rate: float = _f(3e-4, "LoRA learning rate")
+    train_keep: str = _f("best", "the tool-trained model kept: best (lowest dev perplexity) or last (the last step)")
+    train_dev: str = _f("corpus", "dev texts that pick the checkpoint: corpus (held-out plain documents, the "
+                                  "paper's) or cstar (10 %% of C* held out with their calls, which do not "
+                                  "penalise learning the call syntax)")
     max_length: int = _f(192, "training sequence length in tokens")
     dev_docs: int = _f(30, "held-out documents of the same corpus; their perplexity picks each run's checkpoint", min=1)
     # ------------------------------------------------------------ evaluation
@@ -86,6 +90,10 @@ class ExperimentConfig:
     threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
 
     def __post_init__(self) -> None:
+        if self.train_keep not in ("best", "last"):
+            raise ConfigError(f"train_keep must be best or last, not {self.train_keep!r}")
+        if self.train_dev not in ("corpus", "cstar"):
+            raise ConfigError(f"train_dev must be corpus or cstar, not {self.train_dev!r}")
         if self.corpus not in CORPORA:
             raise ConfigError(f"corpus must be one of {', '.join(CORPORA)}, not {self.corpus!r}")
         if self.goal_subset not in ("all", "retrievable"):

@@ -10,6 +10,7 @@ instead, since they extend and never contradict what is on disk.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -43,7 +44,7 @@ STAGES_FILE = "stages.json"
 KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks"),
     "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self"),
-    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length"),
+    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev"),
 }
 
 
@@ -58,6 +59,10 @@ def stage_settings(cfg: ExperimentConfig, stage: str) -> dict:
     keys = [k for st in order[: order.index(stage) + 1] for k in KEYS[st]]
     values = to_dict(cfg)
     return {k: values[k] for k in keys}
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ExperimentConfig)
+             if f.default is not dataclasses.MISSING}
 
 
 class Ledger:
@@ -75,6 +80,8 @@ class Ledger:
     def check(self, stage: str, settings: dict, done: bool) -> bool:
         """True when ``stage`` is complete with these settings; an error when complete with others."""
         old = self.data.get(stage, {}).get("settings")
+        if old is not None:  # a setting added since the stage ran was then at its default
+            old = {**{k: _DEFAULTS[k] for k in settings if k not in old and k in _DEFAULTS}, **old}
         if done and old is not None and old != settings:
             changed = sorted(k for k in settings if old.get(k) != settings[k])
             raise ConfigError(f"{self.path.parent}/{stage} was made with other settings "
@@ -146,8 +153,11 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
         raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
     if not (folder / "train_summary.json").is_file():
+        cstar_dev = cfg.train_dev == "cstar" and not plain  # carved out of C*, calls kept
         run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
-                                 dev_data=str(out / "corpus" / "dev.jsonl"), lora=True, max_steps=cfg.train_steps,
+                                 dev_data=None if cstar_dev else str(out / "corpus" / "dev.jsonl"),
+                                 dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
+                                 lora=True, max_steps=cfg.train_steps,
                                  effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
                                  learning_rate=cfg.learning_rate, max_length=cfg.max_length,
                                  eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))

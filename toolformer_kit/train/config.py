@@ -37,6 +37,12 @@ class TrainConfig:
         "of the corpus that was annotated, as in the paper; default: carve --dev-fraction out of --data "
         "(flagged in the log, summary and card as not the paper's dev set)"))
     dev_docs: int = field(default=1000, metadata=_h("dev documents for perplexity (the paper used 1,000)"))
+    dev_with_calls: bool = field(default=False, metadata=_h(
+        "dev texts keep their calls (held-out C* texts), so the perplexity that picks the checkpoint does "
+        "not penalise writing calls; default: calls removed, the paper's plain dev text"))
+    keep: str = field(default="best", metadata=_h(
+        "the final model: 'best' (lowest dev perplexity, the paper's) or 'last' (the last step; dev "
+        "perplexity is still reported)"))
     dev_fraction: float = field(default=0.1, metadata=_h(
         "when --dev-data is not given, hold out at most this share of --data as dev texts (calls removed)"))
     # ------------------------------------------------------------ sequences
@@ -81,6 +87,8 @@ class TrainConfig:
         problems = []
         if self.overflow not in ("split", "truncate"):
             problems.append(f"--overflow must be 'split' or 'truncate', not {self.overflow!r}")
+        if self.keep not in ("best", "last"):
+            problems.append(f"--keep must be 'best' or 'last', not {self.keep!r}")
         for name in ("max_length", "effective_batch", "batch_size", "max_steps", "eval_steps",
                      "eval_batch_size", "logging_steps", "dev_docs", "lora_r"):
             if getattr(self, name) < 1:

@@ -180,7 +180,8 @@ def build_arguments(cfg: TrainConfig, out: Path, grad_accum: int, bf16: bool, ha
         **_checkpointing(cfg.gradient_checkpointing),
         eval_strategy="steps" if has_dev else "no", eval_steps=eval_steps, eval_on_start=has_dev and not resuming,
         save_strategy="steps", save_steps=eval_steps, save_total_limit=cfg.save_total_limit,
-        load_best_model_at_end=has_dev, metric_for_best_model="perplexity", greater_is_better=False,
+        load_best_model_at_end=has_dev and cfg.keep == "best", metric_for_best_model="perplexity",
+        greater_is_better=False,
         logging_steps=min(cfg.logging_steps, cfg.max_steps), logging_first_step=True, report_to="none",
         label_names=["labels"], remove_unused_columns=False, seed=cfg.seed, data_seed=cfg.seed,
         deepspeed=cfg.deepspeed, disable_tqdm=False,
@@ -224,7 +225,8 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
     if cfg.plain_baseline:
         log.info("'+CC' baseline: removing %d calls from the training texts", sum(train_tools.values()))
     train_texts = data.training_texts(train_texts, cfg.plain_baseline)
-    dev_texts = data.training_texts(dev_texts, plain_baseline=True)  # dev texts are plain by definition
+    # plain by default (the paper's dev set); with dev_with_calls a held-out C* keeps what it teaches
+    dev_texts = data.training_texts(dev_texts, plain_baseline=cfg.plain_baseline or not cfg.dev_with_calls)
     train = data.TokenDataset(data.tokenize(tokenizer, train_texts, cfg.max_length, cfg.overflow))
     dev = data.TokenDataset(data.tokenize(tokenizer, dev_texts, cfg.max_length, cfg.overflow))
     counts = {"C* documents": len(texts), "training documents": len(train_texts),
@@ -416,7 +418,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
         "name": out.name, "base_model": cfg.model, "base_model_path": base_path,
         "plain_baseline": cfg.plain_baseline, "tools": prepared["tools"], "counts": prepared["counts"],
         "hyperparameters": hyperparameters(cfg, grad_accum, world, bf16),
-        "best_step": _best_step(trainer.state), "wall_time_s": round(time.time() - started, 1),
+        "best_step": _best_step(trainer.state, cfg.keep), "kept": cfg.keep, "wall_time_s": round(time.time() - started, 1),
         "config": to_dict(cfg),
     }
     card.write_card(out, summary, trainer.state.log_history)
@@ -428,7 +430,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     return summary
 
 
-def _best_step(state) -> int:
-    """The step of the kept checkpoint (the last step when nothing was evaluated)."""
-    best = getattr(state, "best_model_checkpoint", None)
+def _best_step(state, keep: str = "best") -> int:
+    """The step of the kept model (the last step when nothing was evaluated, or with keep last)."""
+    best = getattr(state, "best_model_checkpoint", None) if keep == "best" else None
     return int(best.rsplit("-", 1)[-1]) if best else state.global_step
