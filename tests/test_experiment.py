@@ -388,3 +388,15 @@ def test_training_choices_are_checked_and_old_ledgers_still_resume(tmp_path):
     assert ledger.check("train (tools)", {"model": "m", "train_steps": 4, "train_keep": "best"}, done=True)
     with pytest.raises(ConfigError, match="train_keep: 'best' → 'last'"):
         ledger.check("train (tools)", {"model": "m", "train_steps": 4, "train_keep": "last"}, done=True)
+
+
+def test_cstar_all_trains_on_every_annotated_text(tmp_path):
+    """issue 27, item 2: the paper's C* holds every text of C, calls inserted where kept."""
+    ann = tmp_path / "annotate"
+    ann.mkdir()
+    (ann / "documents.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in
+                                                 (("a", "2 and 3 is 5."), ("b", "Plain text."))))
+    (ann / "corpus.jsonl").write_text(json.dumps({"id": "a", "text": "2 and 3 is [Calculator(2 + 3) -> 5] 5."}) + "\n")
+    path = R._every_text(tmp_path)
+    texts = [json.loads(line)["text"] for line in path.read_text().splitlines()]
+    assert texts == ["2 and 3 is [Calculator(2 + 3) -> 5] 5.", "Plain text."]

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import random
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..calls import insert_call
 from .records import Candidate
@@ -85,3 +85,17 @@ def build_corpus(docs: Sequence, candidates: Sequence[Candidate], cap: int, seed
                         for c in calls]
         out.append(rec)
     return out
+
+
+def every_text(documents: Sequence[Mapping], cstar: Sequence[Mapping]) -> list[dict]:
+    """C* as the paper builds it: "the exact same texts as C", each with its kept calls written in
+    where it has some, in the documents' order. (``corpus.jsonl`` holds only the texts with a
+    call; a model fine-tuned on those alone learns that every text has one.)
+
+    >>> docs = [{"id": "a", "text": "2 and 3 is 5."}, {"id": "b", "text": "No sums here."}]
+    >>> [r["text"] for r in every_text(docs, [{"id": "a", "text": "2 and 3 is [Calculator(2 + 3) -> 5] 5."}])]
+    ['2 and 3 is [Calculator(2 + 3) -> 5] 5.', 'No sums here.']
+    """
+    annotated = {r["id"]: r for r in cstar}
+    return [dict(annotated.get(d["id"], {"id": d["id"], "text": d["text"]})) for d in documents]
+

@@ -56,6 +56,9 @@ class ExperimentConfig:
     train_batch: int = _f(8, "effective batch (sequences per step)")
     micro_batch: int = _f(4, "sequences per forward pass (memory knob; the effective batch stays)", min=1)
     learning_rate: float = _f(3e-4, "LoRA learning rate")
+    cstar_texts: str = _f("with_calls", "what the tool-trained model is fine-tuned on: with_calls (the texts "
+                                        "with a kept call) or all (every annotated text, calls where kept: "
+                                        "the paper's C*, 'the exact same texts as C')")
     train_keep: str = _f("best", "the tool-trained model kept: best (lowest dev perplexity) or last (the last step)")
     train_dev: str = _f("corpus", "dev texts that pick the checkpoint: corpus (held-out plain documents, the "
                                   "paper's) or cstar (10 %% of C* held out with their calls, which do not "
@@ -92,6 +95,8 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if self.train_keep not in ("best", "last"):
             raise ConfigError(f"train_keep must be best or last, not {self.train_keep!r}")
+        if self.cstar_texts not in ("with_calls", "all"):
+            raise ConfigError(f"cstar_texts must be with_calls or all, not {self.cstar_texts!r}")
         if self.train_dev not in ("corpus", "cstar"):
             raise ConfigError(f"train_dev must be corpus or cstar, not {self.train_dev!r}")
         if self.corpus not in CORPORA:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..annotate.config import AnnotateConfig
+from ..annotate.merge import every_text
 from ..annotate.runner import Runner
 from ..annotate.sources import _load_wiki
 from ..config import ConfigError, from_dict, to_dict
@@ -44,7 +45,8 @@ STAGES_FILE = "stages.json"
 KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks"),
     "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self"),
-    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev"),
+    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev",
+              "cstar_texts"),
 }
 
 
@@ -149,6 +151,8 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
 
     folder = out / ("train-cc" if plain else "train-tools")
     data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
+    if not plain and cfg.cstar_texts == "all" and data.read_text(encoding="utf-8").strip():
+        data = _every_text(out)
     if not data.read_text(encoding="utf-8").strip():
         raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
@@ -162,6 +166,14 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
                                  learning_rate=cfg.learning_rate, max_length=cfg.max_length,
                                  eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
     return folder
+
+
+def _every_text(out: Path) -> Path:
+    """The paper's C* beside the annotation: every annotated text, calls written in where kept."""
+    rows = lambda p: [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]  # noqa: E731
+    path = out / "cstar-all.jsonl"
+    _jsonl(path, every_text(rows(out / "annotate" / "documents.jsonl"), rows(out / "annotate" / "corpus.jsonl")))
+    return path
 
 
 def data_dir(cfg: ExperimentConfig) -> Path:
