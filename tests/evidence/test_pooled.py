@@ -43,3 +43,15 @@ def test_the_endpoint_opens_the_report_and_says_whether_it_was_met(tmp_path):
     text = _endpoint_blocks(e)[1].text
     assert "**not met**" in text and "+10.0 points" in text and "75 % (30 of 40)" in text
     assert _endpoint_blocks(None) == []
+
+
+def test_a_smoke_sized_pipeline_says_so_in_its_verdict(tmp_path):
+    """issue 27, item 6: the main job's few C* calls check the stages; the verdict says where the evidence is."""
+    from toolformer_kit.evidence.results import pipeline_verdict
+
+    write(tmp_path, "k10", "svamp", [True] * 3 + [False] * 7)
+    write(tmp_path, "disabled", "svamp", [True] * 2 + [False] * 8)
+    text = " ".join(b.text for b in pipeline_verdict(tmp_path, ["svamp"], 200, cstar=(9, 6)) if b.kind == "p")
+    assert "smoke-sized: its C* holds 9 calls in 6 texts" in text and "results/math" in text
+    text = " ".join(b.text for b in pipeline_verdict(tmp_path, ["svamp"], 200, cstar=(500, 300)) if b.kind == "p")
+    assert "smoke-sized" not in text

@@ -162,10 +162,19 @@ def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path
     return Path(ecfg.out)
 
 
+def _cstar_size(annotated: Path) -> tuple[int | None, int | None]:
+    """Calls and texts in the run's C* (corpus.jsonl), for the verdict's sense of scale."""
+    path = annotated / "corpus.jsonl"
+    if not path.is_file():
+        return None, None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return sum(len(r.get("calls") or []) for r in rows), len(rows)
+
+
 def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
                  timings: dict) -> tuple[Path, Path]:
     settings = to_dict(cfg)
-    blocks = pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed)  # the verdict first, then the details
+    blocks = pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(annotated))  # verdict first
     blocks += report.deviation_blocks(settings) + [Block("h2", "Settings"),
               Block("table", header=("setting", "value"),
                            rows=[(k, v) for k, v in settings.items()]),
