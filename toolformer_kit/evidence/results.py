@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import blocks as R
+from ..eval.probe import WELL_FORMED
 from ..eval.metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
 from ..eval.records import RECORDS, read_records
 from ..lm.base import matmul_gflops
@@ -300,10 +301,6 @@ def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int =
             "On no task is the paired difference (tools − disabled) clearly above 0.") if rows else ""
     note = scale_note(*cstar)
     return verdict_blocks(rows, f"{note} {text}".strip())
-
-
-# Call outcomes in which the model wrote ``Tool(input) ->`` (the tool then ran, or failed on its own).
-WELL_FORMED = ("", "no_result", "tool_error")
 
 
 def well_formed_rate(records: Sequence[Mapping]) -> dict:
