@@ -104,6 +104,20 @@ def families_of(eval_folder: Path, tasks: Sequence[str], label: str, on: str | N
     return {fam: f for fam, per in grouped.items() if (f := family_paired(per, n_resamples, seed))}
 
 
+def changed_outputs(eval_folder: Path, tasks: Sequence[str], a: str, b: str, label: str = LABEL) -> dict:
+    """How many answers differ between two settings of one model (same example ids): where the
+    forced arrow changed nothing, its row equals the paper-decoding row to the last digit, and this
+    says why (no call reached a closed input without writing '->' itself)."""
+    n = differ = 0
+    for task in tasks:
+        other = {r["id"]: r for r in load_records(eval_folder, label, b, task)}
+        for r in load_records(eval_folder, label, a, task):
+            if r["id"] in other:
+                n += 1
+                differ += r.get("output") != other[r["id"]].get("output")
+    return {"answers": n, "differ": differ}
+
+
 def calls_ran(records: Sequence[Mapping]) -> int:
     """Tool calls that were actually run while answering (the ones that cost time).
 
@@ -214,8 +228,10 @@ def collect_scale(study, n: int, seed: int) -> dict:
                 if not on or not (sub / "eval" / LABEL / setting).is_dir():
                     continue
                 for fam, stats in families_of(sub / "eval", cfg.tasks, LABEL, setting, "disabled", n, seed).items():
+                    extra = {} if setting == on else {"changed_by_arrow": changed_outputs(
+                        sub / "eval", [t for t in cfg.tasks if family(t) == fam], on, setting)}
                     into.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam,
-                                 "setting": setting, **c_star, **stats})
+                                 "setting": setting, **c_star, **stats, **extra})
     findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f])
                 for f in sorted({r["family"] for r in rows})]
     findings += ["With '->' forced (a deviation): " + emergence_text(f, [(r["params"], r) for r in forced_rows
@@ -405,12 +421,24 @@ def _scale_table(rows: Sequence[Mapping]) -> R.Block:
                          for r in sorted(rows, key=lambda r: (r["family"], r["params"] or 0))])
 
 
+def _arrow_changes(rows: Sequence[Mapping]) -> str:
+    """Which answers forcing the arrow changed: a row equal to its k10 row is explained by zero.
+
+    >>> _arrow_changes([{"model": "m", "family": "math", "changed_by_arrow": {"answers": 120, "differ": 0}}])
+    'Answers the forced arrow changed: m (math) 0 of 120.'
+    """
+    parts = [f"{r['model']} ({r['family']}) {r['changed_by_arrow']['differ']} of {r['changed_by_arrow']['answers']}"
+             for r in rows if r.get("changed_by_arrow")]
+    return f"Answers the forced arrow changed: {', '.join(parts)}." if parts else ""
+
+
 def _scale_blocks(res: Mapping, plot_name: str | None) -> list[R.Block]:
     blocks = [R.Block("h2", "Ours: the tool-trained model with tools vs calls disabled"), _scale_table(res["rows"])]
     if res.get("forced_rows"):
         blocks += [R.Block("h2", "The same models with '->' forced (a deviation, beside the paper's decoding)"),
                    R.Block("p", "Once a call's input is closed the decoder writes ' ->', so the call runs; the model "
-                                "still chooses whether to call, which tool and with what input."),
+                                "still chooses whether to call, which tool and with what input. "
+                                + _arrow_changes(res["forced_rows"])),
                    _scale_table(res["forced_rows"])]
     if plot_name:
         blocks.append(R.Block("img", "accuracy against parameters, ours and the paper's", path=plot_name))
