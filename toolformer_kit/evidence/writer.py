@@ -204,10 +204,12 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
     rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
     blocks = [R.Block("h2", "Annotation (C*)"),
               R.Block("p", f"{a['documents']} texts annotated; {a['c_star_texts']} kept at least one call"
-                           + (f", {a['c_star_calls']} calls in all" if a.get("c_star_calls") is not None else "")
+                           + (f", {a['c_star_calls']} calls in all after merging (the best call per position)"
+                              if a.get("c_star_calls") is not None else "")
                            + (f" (the run's τf: {', '.join(f'{t} {v:g}' for t, v in a['tau_f'].items())}); this is "
                               "the C* the tool-trained model learned from" if a.get("tau_f") else "") + "."),
-              R.Block("table", header=("tool", "scored", "kept calls / texts at τf 0.5", "at τf 1.0", "at τf 2.0"),
+              R.Block("table", header=("tool", "scored", "kept candidates / texts at τf 0.5 (before merging)", "at τf 1.0",
+                                                  "at τf 2.0"),
                       rows=rows)]
     return blocks + [R.Block("p", f"[{t['tool']}, score {t['score']}] {t['in_context']}") for t in a["top_calls"]]
 

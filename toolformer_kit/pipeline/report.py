@@ -92,7 +92,7 @@ def annotation_blocks(folder: Path, taus: Sequence[float] = (0.5, 1.0, 2.0), exa
     blocks = [Block("h2", "Annotation (the paper's Table 2 and Table 10)"),
               Block("p", f"{summary['corpus']['documents']} documents; {summary['c_star_texts']} texts "
                          "in C* with at least one kept call.")]
-    header = ["tool", "sampled", "scored"] + [f"kept at τf={t}" for t in taus]
+    header = ["tool", "sampled", "scored"] + [f"kept at τf={t} (candidates, before merging)" for t in taus]
     rows = []
     table = kept_table_of(summary)
     for tool, counts in summary["tools"].items():
