@@ -46,7 +46,7 @@ KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks"),
     "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self"),
     "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev",
-              "cstar_texts"),
+              "cstar_texts", "lora"),
 }
 
 
@@ -161,7 +161,7 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
         run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
                                  dev_data=None if cstar_dev else str(out / "corpus" / "dev.jsonl"),
                                  dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
-                                 lora=True, max_steps=cfg.train_steps,
+                                 lora=cfg.lora, max_steps=cfg.train_steps,
                                  effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
                                  learning_rate=cfg.learning_rate, max_length=cfg.max_length,
                                  eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 def deviations(cfg) -> list[str]:
     """How this recipe departs from the paper, one sentence each."""
-    out = [f"Fine-tuning is LoRA for {cfg.train_steps} steps of {cfg.train_batch} sequences of ≤ {cfg.max_length} "
+    how = "LoRA" if cfg.lora else f"full fine-tuning of {cfg.model}"
+    out = [f"Fine-tuning is {how} for {cfg.train_steps} steps of {cfg.train_batch} sequences of ≤ {cfg.max_length} "
            "tokens on a CPU, not full fine-tuning of GPT-J (6.7B) with batch 128 for up to 2,000 steps."]
     if cfg.sampler_model and cfg.sampler_model != cfg.model:
         out.append(f"Calls are sampled by {cfg.sampler_model} but scored and fine-tuned with {cfg.model}; "
