@@ -247,17 +247,19 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
     monkeypatch.setattr(R, "stage_corpus", fake("corpus", "corpus/train.jsonl"))
     monkeypatch.setattr(R, "stage_annotate", fake("annotate", "annotate/manifest.json"))
     monkeypatch.setattr(R, "stage_train", fake("train", "train-tools/train_summary.json"))
+    monkeypatch.setattr(R, "stage_probe", fake("probe", "probe.json"))
     monkeypatch.setattr(R, "stage_eval", fake("eval"))
     monkeypatch.setattr(R, "stage_report", fake("report"))
     cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3)
     R.run_experiment(cfg)
-    assert calls == ["models", "corpus", "annotate", "train", "train-cc", "eval", "report"]
+    assert calls == ["models", "corpus", "annotate", "train", "train-cc", "probe", "eval", "report"]
     calls.clear()
     R.run_experiment(cfg)
-    assert calls == ["models", "eval", "report"]  # evaluation resumes by itself; the report is redone
+    # evaluation resumes by itself, the probe returns at once once probe.json exists, the report is redone
+    assert calls == ["models", "probe", "eval", "report"]
     calls.clear()
     R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=3, eval_limit=20))
-    assert calls == ["models", "eval", "report"]  # a larger evaluation extends, nothing upstream reruns
+    assert calls == ["models", "probe", "eval", "report"]  # a larger evaluation extends, nothing upstream reruns
     with pytest.raises(ConfigError, match=r"run/corpus was made with other settings \(docs: 3 → 5\)"):
         R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
     stages = json.loads((tmp_path / "run" / "stages.json").read_text())
@@ -267,7 +269,7 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
     (tmp_path / "run" / "stages.json").write_text('{"corpus": {"sett')  # cut off by a kill
     calls.clear()
     R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=3, eval_limit=20))
-    assert calls == ["models", "eval", "report"]  # rebuilt from experiment.json: nothing upstream reruns
+    assert calls == ["models", "probe", "eval", "report"]  # rebuilt from experiment.json: nothing upstream reruns
     (tmp_path / "run" / "stages.json").unlink()
     with pytest.raises(ConfigError, match=r"made with other settings \(docs: 3 → 5\)"):
         R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, docs=5))
@@ -279,7 +281,8 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
 
 def test_foreign_out_and_other_evidence_are_refused_before_anything_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
-    for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_eval", "stage_report"):
+    for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_probe", "stage_eval",
+                  "stage_report"):
         monkeypatch.setattr(R, stage, lambda *a, **k: pytest.fail("a stage ran"))
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -400,3 +403,24 @@ def test_cstar_all_trains_on_every_annotated_text(tmp_path):
     path = R._every_text(tmp_path)
     texts = [json.loads(line)["text"] for line in path.read_text().splitlines()]
     assert texts == ["2 and 3 is [Calculator(2 + 3) -> 5] 5.", "Plain text."]
+
+
+def test_the_probe_cuts_the_texts_the_trainer_held_out(tmp_path):
+    """With train_dev cstar the probe reads the very texts the trainer carved out (same split)."""
+    from toolformer_kit.evidence.recipe import ExperimentConfig
+    from toolformer_kit.evidence.writer import _probe_blocks
+    from toolformer_kit.train.config import TrainConfig
+    from toolformer_kit.train.data import split_dev
+
+    assert R.PROBE_DEV_DOCS == TrainConfig().dev_docs
+    ann = tmp_path / "annotate"
+    ann.mkdir()
+    texts = [f"Item {i} costs [Calculator({i} + 1) -> {i + 1}] {i + 1}." for i in range(20)]
+    (ann / "corpus.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    held, which = R.probe_texts(ExperimentConfig(name="t", train_dev="cstar"), tmp_path)
+    assert which == "held-out C* texts" and held == split_dev(texts, TrainConfig().dev_docs, 0.1, 0)[1] and len(held) == 2
+    seen, which = R.probe_texts(ExperimentConfig(name="t"), tmp_path)
+    assert seen == texts and "seen in training" in which
+    text = _probe_blocks({"points": 2, "opened": 1, "open_rate": 0.5, "well_formed": 1, "well_formed_rate": 1.0,
+                          "same_tool": 1, "texts": which, "k": 10})[1].text
+    assert "opened a call right there on 1 (50 %)" in text and "100 %" in text

@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.merge import every_text
+from ..decode import make_decoder
+from ..eval.probe import call_probe, probe_points
+from ..train.data import read_texts, split_dev
 from ..annotate.runner import Runner
 from ..annotate.sources import _load_wiki
 from ..config import ConfigError, from_dict, to_dict
@@ -150,9 +153,7 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
     """LoRA on C* (``plain`` False) or, for +CC, on every annotated text without calls (the paper's C)."""
 
     folder = out / ("train-cc" if plain else "train-tools")
-    data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
-    if not plain and cfg.cstar_texts == "all" and data.read_text(encoding="utf-8").strip():
-        data = _every_text(out)
+    data = train_data(cfg, out, plain)
     if not data.read_text(encoding="utf-8").strip():
         raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
@@ -166,6 +167,44 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
                                  learning_rate=cfg.learning_rate, max_length=cfg.max_length,
                                  eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
     return folder
+
+
+def train_data(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
+    """The file a fine-tuning run reads: +CC every annotated text, the tool run C* (or, with
+    cstar_texts all, every text with its calls where kept)."""
+    data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
+    if not plain and cfg.cstar_texts == "all" and data.read_text(encoding="utf-8").strip():
+        data = _every_text(out)
+    return data
+
+
+PROBE = "probe.json"
+# The trainer's own carve-out when train_dev is cstar (TrainConfig's dev_docs and the 10 % above).
+PROBE_DEV_DOCS, PROBE_DEV_FRACTION = 1000, 0.1
+
+
+def probe_texts(cfg: ExperimentConfig, out: Path) -> tuple[list[str], str]:
+    """The C* texts the probe cuts, and what they are: held out from training (train_dev cstar,
+    the same split the trainer made) or, without a held-out part, the training texts themselves."""
+    texts = read_texts(train_data(cfg, out, plain=False))
+    if cfg.train_dev == "cstar":
+        return split_dev(texts, PROBE_DEV_DOCS, PROBE_DEV_FRACTION, cfg.seed)[1], "held-out C* texts"
+    return texts, "C* training texts (seen in training; train_dev cstar holds some out)"
+
+
+def stage_probe(cfg: ExperimentConfig, out: Path) -> Path:
+    """The call probe on the tool-trained model (:mod:`~toolformer_kit.eval.probe`): does it open a
+    call where C* has one, with the paper's decoding, and write it well-formed?"""
+    path = out / PROBE
+    if path.is_file():
+        return path
+    texts, which = probe_texts(cfg, out)
+    points = probe_points(texts)
+    lm = load_lm(str(out / "train-tools"))
+    decoder = make_decoder(lm, tools={name: get_tool(name) for name in cfg.tools}, batch_size=cfg.eval_batch)
+    result = call_probe(decoder.generate, points, cfg.k_eval)
+    write_atomic(path, json.dumps({**result, "texts": which, "k": cfg.k_eval}, indent=1))
+    return path
 
 
 def _every_text(out: Path) -> Path:
@@ -237,7 +276,8 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
         steps.append(("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True)))
     if cfg.ceiling:
         steps.append(("ceiling", None, lambda: stage_ceiling(cfg, out)))
-    steps += [("evaluate", None, lambda: stage_eval(cfg, out)),
+    steps += [("probe", None, lambda: stage_probe(cfg, out)),
+              ("evaluate", None, lambda: stage_eval(cfg, out)),
               ("report", None, lambda: stage_report(cfg, out, command))]
     return steps
 

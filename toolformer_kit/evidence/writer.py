@@ -79,7 +79,8 @@ def collect(cfg, out: Path) -> dict:
     arrow = _verdict_of(cfg, folder, f"{on}+arrow", flags) if (folder / LABEL / f"{on}+arrow").is_dir() else {}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
-            "goal": goal, "endpoint": endpoint, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
+            "goal": goal, "endpoint": endpoint, "probe": read_json(out / "probe.json") if (out / "probe.json").is_file()
+            else None, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
             "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
@@ -145,8 +146,21 @@ def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
                          f"({'met' if e['well_formed_met'] else 'not met'}).")]
 
 
+def _probe_blocks(p: Mapping | None) -> list[R.Block]:
+    """Whether the tool-trained model calls where C* has a call, and writes the call well-formed."""
+    if not p or not p.get("points"):
+        return []
+    wf = "–" if p["well_formed_rate"] is None else f"{100 * p['well_formed_rate']:.0f} %"
+    return [R.Block("h2", "Call probe"),
+            R.Block("p", f"On {p['points']} {p['texts']} cut just before their first call, the tool-trained model "
+                         f"opened a call right there on {p['opened']} ({100 * p['open_rate']:.0f} %) with the paper's "
+                         f"decoding (k {p.get('k', 10)}); {p['well_formed']} of those were well-formed "
+                         f"(Tool(input) ->: {wf}) and {p['same_tool']} named the text's own tool.")]
+
+
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
-    blocks = _endpoint_blocks(res.get("endpoint")) + verdict_blocks(res["headline"], res["verdict"]) + _arrow_blocks(res)
+    blocks = _endpoint_blocks(res.get("endpoint")) + verdict_blocks(res["headline"], res["verdict"])
+    blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
