@@ -49,6 +49,9 @@ def test_banks_shards_and_publishes_cstar(tmp_path, small_corpus):
         assert all(c["char_offset"] >= r["question_chars"] for c in r["calls"])
     kept = {k["tau_f"]: k["calls"] for k in s["kept"]}
     assert kept[0.25] >= kept[0.5] >= kept[1.0] and kept[0.5] == sum(len(r["calls"]) for r in cstar)
+    docs = [json.loads(line) for line in (out / "data" / "documents.jsonl").open()]  # the paper's C
+    assert len(docs) == 4 and {r["id"] for r in cstar} <= {d["id"] for d in docs}
+    assert {d["id"]: d["text"] for d in docs}[cstar[0]["id"]] == cstar[0]["original"]
     card = (out / "README.md").read_text()
     assert card.startswith("---\nlicense:") and f"**{kept[0.5]} calls after merging at τf 0.5" in card
     assert "Not judged yet" in card

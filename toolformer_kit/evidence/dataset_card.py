@@ -71,6 +71,10 @@ def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str) -> 
     summary = study(cfg, counts, prog, stopped)
     (out / "data").mkdir(parents=True, exist_ok=True)
     write_atomic(out / "data" / "cstar.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
+    # every annotated window, with or without a kept call: the paper's C (+CC trains on it; C* with
+    # all texts is it with the calls of cstar.jsonl written in)
+    write_atomic(out / "data" / "documents.jsonl",
+                 "".join(json.dumps(d.record(), ensure_ascii=False) + "\n" for d in annotated))
     write_atomic(out / "data" / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
     sample = random.Random(f"{cfg.seed}:judge").sample(calls, min(SAMPLE, len(calls)))
     write_atomic(out / "data" / "judge-sample.jsonl",
@@ -135,7 +139,9 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
              f"cstar = load_dataset(\"json\", data_files=\"{cfg.out}/data/cstar.jsonl\", split=\"train\")",
              f"cands = load_dataset(\"json\", data_files=\"{cfg.out}/bank/shard-*.jsonl\", split=\"train\")", "```", "",
              "`data/cstar.jsonl`: one row per window with a kept call: `text` (calls written in), `original`, "
-             "`calls` (input, result, offset, score, L⁺, L⁻), the source fields. `bank/shard-*.jsonl`: every "
+             "`calls` (input, result, offset, score, L⁺, L⁻), the source fields. `data/documents.jsonl`: every "
+             "annotated window, with a kept call or not (the paper's C, for the +CC baseline and for a C* of all "
+             "texts). `bank/shard-*.jsonl`: every "
              "candidate with score ≥ 0 (call, result, position, p_i, L_eps, L⁺, L⁻, score), from which C* at any "
              "τf ≥ 0 is rebuilt; `bank/shard-*.json`: per shard the score histogram of *all* candidates, positions "
              "with p_i, counts, timings and dtype. `data/summary.json`: every number below. `toolformer inspect "
