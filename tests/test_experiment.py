@@ -424,3 +424,26 @@ def test_the_probe_cuts_the_texts_the_trainer_held_out(tmp_path):
     text = _probe_blocks({"points": 2, "opened": 1, "open_rate": 0.5, "well_formed": 1, "well_formed_rate": 1.0,
                           "same_tool": 1, "texts": which, "k": 10})[1].text
     assert "opened a call right there on 1 (50 %)" in text and "100 %" in text
+
+
+def test_a_published_dataset_is_the_run_s_annotation(tmp_path):
+    """issue 27: the math run fine-tunes on datasets/cstar-math instead of annotating again."""
+    from toolformer_kit.evidence.recipe import ExperimentConfig
+    from toolformer_kit.evidence.writer import _annotation, _annotation_blocks
+
+    ds = tmp_path / "ds" / "data"
+    ds.mkdir(parents=True)
+    docs = [{"id": "a", "text": "2 and 3 is 5."}, {"id": "b", "text": "Plain."}]
+    cstar = [{"id": "a", "text": "2 and 3 is [Calculator(2 + 3) -> 5] 5.", "calls": [{"tool": "Calculator"}]}]
+    (ds / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (ds / "cstar.jsonl").write_text("".join(json.dumps(d) + "\n" for d in cstar))
+    cfg = ExperimentConfig(name="t", cstar_dataset=str(tmp_path / "ds"))
+    run = tmp_path / "run"
+    R.stage_corpus(cfg, run)
+    R.stage_annotate(cfg, run)
+    assert [json.loads(line)["id"] for line in (run / "annotate" / "documents.jsonl").read_text().splitlines()] == ["a", "b"]
+    assert [json.loads(line)["text"] for line in (run / "annotate" / "corpus.jsonl").read_text().splitlines()] == [cstar[0]["text"]]
+    text = _annotation_blocks({"annotation": _annotation(run)})[1].text
+    assert "2 annotated texts, 1 with a kept call, 1 calls after merging" in text
+    with pytest.raises(ConfigError, match="has no data/cstar.jsonl"):
+        R.stage_annotate(ExperimentConfig(name="t", cstar_dataset=str(tmp_path / "nothing")), tmp_path / "run2")

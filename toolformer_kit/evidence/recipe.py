@@ -58,6 +58,9 @@ class ExperimentConfig:
     learning_rate: float = _f(3e-4, "learning rate (3e-4 suits LoRA; full fine-tuning wants ~1e-5 to 2e-5)")
     lora: bool = _f(True, "fine-tune LoRA adapters (r 16) instead of every weight (full fine-tuning, the "
                           "paper's; ~14 GB for Qwen 0.5B on the CPU)")
+    cstar_dataset: str = _f("", "a published C* dataset folder (e.g. datasets/cstar-math) to fine-tune on instead "
+                                "of annotating here: its data/cstar.jsonl and data/documents.jsonl become the run's "
+                                "annotation, and each run holds out 10 %% of its own texts as dev texts")
     cstar_texts: str = _f("with_calls", "what the tool-trained model is fine-tuned on: with_calls (the texts "
                                         "with a kept call) or all (every annotated text, calls where kept: "
                                         "the paper's C*, 'the exact same texts as C')")

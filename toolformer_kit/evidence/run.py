@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 STAGES_FILE = "stages.json"
 # The settings each stage's output depends on (besides the stages before it).
 KEYS = {
-    "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks"),
-    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self"),
+    "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks", "cstar_dataset"),
+    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self",
+                 "cstar_dataset"),
     "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev",
               "cstar_texts", "lora"),
 }
@@ -123,6 +124,9 @@ def stage_models(cfg: ExperimentConfig, out: Path) -> None:
 def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "corpus"
     folder.mkdir(parents=True, exist_ok=True)
+    if cfg.cstar_dataset:  # the dataset's annotated windows are the corpus; dev texts come from each run
+        _jsonl(folder / "train.jsonl", _dataset_rows(cfg, "documents.jsonl"))
+        return folder
     excluded: set[str] = set()
     if cfg.corpus.startswith("gsm8k"):
         docs, dev = gsm8k_corpus(cfg.docs, cfg.dev_docs, cfg.seed, prose=cfg.corpus == "gsm8k-prose")
@@ -138,8 +142,33 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     return folder
 
 
+def _dataset_rows(cfg: ExperimentConfig, name: str) -> list[dict]:
+    path = Path(cfg.cstar_dataset) / "data" / name
+    if not path.is_file():
+        raise ConfigError(f"--cstar-dataset {cfg.cstar_dataset} has no data/{name}; give a folder published by "
+                          "'toolformer campaign' (datasets/cstar-math), or rerun the campaign to publish it")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
+    """The dataset's C* and its annotated windows as this run's annotation; the manifest (written
+    last, the stage's marker) says where they came from."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cstar, docs = _dataset_rows(cfg, "cstar.jsonl"), _dataset_rows(cfg, "documents.jsonl")
+    _jsonl(folder / "corpus.jsonl", cstar)
+    _jsonl(folder / "documents.jsonl", docs)
+    summary = Path(cfg.cstar_dataset) / "data" / "summary.json"
+    made = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+    write_atomic(folder / "manifest.json", json.dumps(
+        {"from_dataset": str(cfg.cstar_dataset), "texts": len(docs), "c_star_texts": len(cstar),
+         "calls": sum(len(r.get("calls") or []) for r in cstar),
+         "dataset": {k: made.get(k) for k in ("tau_f", "windows_annotated", "complete", "kept")}}, indent=1))
+
+
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
+    if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
+        _annotation_from_dataset(cfg, folder)
     if not (folder / "manifest.json").is_file():
         Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
                               corpus=str(out / "corpus" / "train.jsonl"), out=str(folder),
@@ -159,8 +188,9 @@ def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
     if not (folder / "train_summary.json").is_file():
         cstar_dev = cfg.train_dev == "cstar" and not plain  # carved out of C*, calls kept
+        carved = cstar_dev or bool(cfg.cstar_dataset)  # a dataset brings no held-out documents of its own
         run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
-                                 dev_data=None if cstar_dev else str(out / "corpus" / "dev.jsonl"),
+                                 dev_data=None if carved else str(out / "corpus" / "dev.jsonl"),
                                  dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
                                  lora=cfg.lora, max_steps=cfg.train_steps,
                                  effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),

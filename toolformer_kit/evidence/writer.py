@@ -101,6 +101,10 @@ def _verdict_of(cfg, folder: Path, setting: str, flags) -> dict:
 
 def _annotation(out: Path) -> dict:
     path = out / "annotate" / "summary.json"
+    manifest = out / "annotate" / "manifest.json"
+    if not path.is_file() and manifest.is_file() and "from_dataset" in (m := read_json(manifest)):
+        return {"documents": m["texts"], "c_star_texts": m["c_star_texts"], "c_star_calls": m["calls"],
+                "from_dataset": m["from_dataset"], "kept": {}, "tau_f": {}, "top_calls": []}
     if not path.is_file():
         return {}
     s = read_json(path)
@@ -214,6 +218,12 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
     a = res["annotation"]
     if not a:
         return []
+    if a.get("from_dataset"):
+        return [R.Block("h2", "Annotation (C*)"),
+                R.Block("p", f"From the published dataset {a['from_dataset']} (its card gives how it was made): "
+                             f"{a['documents']} annotated texts, {a['c_star_texts']} with a kept call, "
+                             f"{a['c_star_calls']} calls after merging; this is the C* the tool-trained model "
+                             "learned from.")]
     taus = (0.5, 1.0, 2.0)
     kept = lambda k, t: f"{kept_at(k, t)['calls']} / {kept_at(k, t)['texts']}"  # noqa: E731
     rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
