@@ -55,7 +55,9 @@ def recipe_config(study, recipe: str, out: Path, model: str | None = None) -> Ex
     """A recipe's settings under the study: its YAML, the study's per-recipe overrides, then the
     sizes set for every recipe (so ``--eval-limit 60`` sets every recipe), the model; the run goes
     to ``out`` (its own report beside it, in ``out/results``)."""
-    over: dict[str, Any] = per_recipe(study, recipe)
+    # a study measures annotation itself (each model its own C*, τf and λ re-filtered from candidates),
+    # so it never takes a recipe's published dataset; --per-recipe RECIPE.cstar_dataset=... still can
+    over: dict[str, Any] = {"cstar_dataset": ""} | per_recipe(study, recipe)
     over |= {k: getattr(study, k) for k in SIZE_KEYS if getattr(study, k) is not None}
     over |= {"seed": study.seed, "bootstrap": study.bootstrap, "threads": study.threads, "data_dir": study.data_dir}
     if model or study.model:
