@@ -49,6 +49,20 @@ def files(tmp_path):
     return cstar, dev
 
 
+def crash_at_step(monkeypatch, step: int):
+    """Make the next training run die (as a kill would) once it has finished ``step`` steps;
+    returns the callback it replaced, to put back or wrap."""
+    original = trainer_mod.EvaluateAtEnd.on_step_end
+
+    def crash(self, args, state, control, **kw):
+        if state.global_step == step:
+            raise KeyboardInterrupt
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash)
+    return original
+
+
 def _cfg(model, cstar, dev, out, **kw):
     base = dict(model=model, data=str(cstar), dev_data=str(dev), out=str(out), max_length=32, batch_size=4,
                 effective_batch=4, max_steps=4, eval_steps=2, learning_rate=1e-3, device="cpu", logging_steps=1)
@@ -58,14 +72,7 @@ def _cfg(model, cstar, dev, out, **kw):
 def test_interrupted_run_resumes_from_its_last_checkpoint(tiny_model, files, tmp_path, monkeypatch, caplog):
     cstar, dev = files
     cfg = _cfg(tiny_model, cstar, dev, tmp_path / "run")
-    original = trainer_mod.EvaluateAtEnd.on_step_end
-
-    def crash_at_step_3(self, args, state, control, **kw):
-        if state.global_step == 3:
-            raise KeyboardInterrupt
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    original = crash_at_step(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         trainer_mod.run_training(cfg)
     assert (tmp_path / "run" / "checkpoints" / "checkpoint-2").is_dir()
@@ -202,14 +209,7 @@ def test_out_that_holds_a_model_it_did_not_write_is_refused_before_anything_load
 def test_a_checkpoint_is_resumed_only_by_the_run_that_made_it(tiny_model, files, tmp_path, monkeypatch):
     cstar, dev = files
     cfg = _cfg(tiny_model, cstar, dev, tmp_path / "run")
-    original = trainer_mod.EvaluateAtEnd.on_step_end
-
-    def crash_at_step_3(self, args, state, control, **kw):
-        if state.global_step == 3:
-            raise KeyboardInterrupt
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    crash_at_step(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         trainer_mod.run_training(cfg)
     monkeypatch.setattr(trainer_mod, "load_model", lambda cfg, path: pytest.fail("resumed under other settings"))
@@ -251,14 +251,7 @@ def test_training_is_deterministic_and_a_resumed_run_equals_an_uninterrupted_one
     for name in ("a", "b"):
         trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / name, lora=lora))
         runs[name] = load_file(str(tmp_path / name / "model.safetensors"))
-    original = trainer_mod.EvaluateAtEnd.on_step_end
-
-    def crash_at_step_3(self, args, state, control, **kw):
-        if state.global_step == 3:
-            raise KeyboardInterrupt
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", crash_at_step_3)
+    original = crash_at_step(monkeypatch, 3)
     with pytest.raises(KeyboardInterrupt):
         trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "c", lora=lora))
     monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", original)

@@ -22,6 +22,8 @@ from typing import Optional
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
+from ..lm.hf_slots import text_config
+
 GROW = 64  # columns are added in steps of this many when a row outgrows its slot
 
 
@@ -111,11 +113,10 @@ def slot_mask(query_pos: torch.Tensor, width: int, window: Optional[int] = None)
 
 def sliding_window(config) -> Optional[int]:
     """The sliding window of a model that has sliding-attention layers (Gemma 3), else None."""
-    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    config = text_config(config)
     sliding = "sliding_attention" in (getattr(config, "layer_types", None) or ())
     return getattr(config, "sliding_window", None) if sliding else None
 
 
 def num_layers(config) -> int:
-    config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return config.num_hidden_layers
+    return text_config(config).num_hidden_layers

@@ -108,6 +108,10 @@ class Ledger:
         write_atomic(self.path, json.dumps(self.data, indent=1))
 
 
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _jsonl(path: Path, rows) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
@@ -147,7 +151,7 @@ def _dataset_rows(cfg: ExperimentConfig, name: str) -> list[dict]:
     if not path.is_file():
         raise ConfigError(f"--cstar-dataset {cfg.cstar_dataset} has no data/{name}; give a folder published by "
                           "'toolformer campaign' (datasets/cstar-math), or rerun the campaign to publish it")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _rows(path)
 
 
 def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
@@ -239,9 +243,8 @@ def stage_probe(cfg: ExperimentConfig, out: Path) -> Path:
 
 def _every_text(out: Path) -> Path:
     """The paper's C* beside the annotation: every annotated text, calls written in where kept."""
-    rows = lambda p: [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]  # noqa: E731
     path = out / "cstar-all.jsonl"
-    _jsonl(path, every_text(rows(out / "annotate" / "documents.jsonl"), rows(out / "annotate" / "corpus.jsonl")))
+    _jsonl(path, every_text(_rows(out / "annotate" / "documents.jsonl"), _rows(out / "annotate" / "corpus.jsonl")))
     return path
 
 
@@ -416,9 +419,11 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
             progress.skip(name)
             continue
         progress.start(name)
-        t0, answered = time.perf_counter(), eval_records(out)
+        answered = eval_records(out) if name == "evaluate" else 0  # reads every examples.jsonl: only here
+        t0 = time.perf_counter()
         fn()
         seconds = time.perf_counter() - t0
-        ledger.record(name, settings, seconds, _mode(name, guard, answered, eval_records(out)))
+        after = eval_records(out) if name == "evaluate" else 0
+        ledger.record(name, settings, seconds, _mode(name, guard, answered, after))
         progress.finish(name, seconds)
     return Path(cfg.results)
