@@ -55,3 +55,21 @@ def test_a_smoke_sized_pipeline_says_so_in_its_verdict(tmp_path):
     assert "smoke-sized: its C* holds 9 calls in 6 texts" in text and "results/math" in text
     text = " ".join(b.text for b in pipeline_verdict(tmp_path, ["svamp"], 200, cstar=(500, 300)) if b.kind == "p")
     assert "smoke-sized" not in text
+
+
+def test_every_earlier_try_is_listed_beside_this_run(tmp_path):
+    """issue 27, item 4: 'report every try, not only the best' — each earlier results.json is read back."""
+    import json
+    from toolformer_kit.evidence.writer import _tries_blocks, earlier_tries
+
+    e = {"met": True, "pooled_diff": 0.244, "pooled_ci95": [0.211, 0.277], "well_formed": {"rate": 1.0},
+         "gain_met": True, "well_formed_met": True}
+    (tmp_path / "try1").mkdir()
+    (tmp_path / "try1" / "results.json").write_text(json.dumps({"endpoint": e, "command": "toolformer x", "commit": "c"}))
+    tries = earlier_tries([str(tmp_path / "try1"), str(tmp_path / "gone")])
+    assert tries[0]["endpoint"] == e and tries[1] == {"results": str(tmp_path / "gone"), "missing": True}
+    now = dict(e, met=False, pooled_diff=0.03, pooled_ci95=[-0.01, 0.07])
+    table = _tries_blocks({"tries": tries, "endpoint": now, "command": "toolformer y"}, "results/math")[1]
+    assert [r[1] for r in table.rows] == ["met", "missing", "not met"]
+    assert table.rows[0][2] == "+24.4 [+21.1, +27.7]" and table.rows[2][0] == "results/math (this run)"
+    assert _tries_blocks({"tries": []}, "x") == []

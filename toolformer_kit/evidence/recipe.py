@@ -91,6 +91,9 @@ class ExperimentConfig:
                                    "with its 95%% interval above 0 (0 = no endpoint)", min=0, max=100)
     endpoint_well_formed: float = _f(0.0, "pre-registered endpoint: share of opened calls written well-formed "
                                           "(Tool(input) ->)", min=0, max=1)
+    earlier_tries: list[str] = _f([], "results folders of earlier tries at the same endpoint (e.g. "
+                                      "results/math-cstar-1); the report lists each beside this run, so no try is "
+                                      "left out")
     # ------------------------------------------------------------ machine
     data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
                                        "../shared/data/benchmarks next to the repository)")

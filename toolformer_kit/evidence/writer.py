@@ -85,9 +85,29 @@ def collect(cfg, out: Path) -> dict:
             "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
             "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
+            "tries": earlier_tries(cfg.earlier_tries),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(cfg), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
             "paired 95% interval (method 10, Wilson-based, 1998)"}
+
+
+def earlier_tries(folders: Sequence[str]) -> list[dict]:
+    """Each earlier try's endpoint, command and commit, read from its committed results.json.
+
+    Why: an endpoint tried more than once is only honest with every try beside the last one.
+    A folder without results.json is listed as missing rather than dropped.
+    """
+    tries = []
+    for folder in folders:
+        path = Path(folder) / "results.json"
+        if not path.is_file():
+            log.warning("earlier try %s has no results.json: listed as missing", folder)
+            tries.append({"results": folder, "missing": True})
+            continue
+        r = read_json(path)
+        tries.append({"results": folder, "endpoint": r.get("endpoint"), "command": r.get("command", ""),
+                      "commit": r.get("commit", "")})
+    return tries
 
 
 def _verdict_of(cfg, folder: Path, setting: str, flags) -> dict:
@@ -150,6 +170,29 @@ def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
                          f"({'met' if e['well_formed_met'] else 'not met'}).")]
 
 
+def _try_cells(t: Mapping) -> tuple:
+    e = t.get("endpoint")
+    if t.get("missing") or not e:
+        return (t["results"], "missing" if t.get("missing") else "no endpoint", "–", "–", t.get("command", ""))
+    ci = e["pooled_ci95"]
+    diff = "–" if e["pooled_diff"] is None else f"{100 * e['pooled_diff']:+.1f}" + (
+        f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+    wf = e["well_formed"]["rate"]
+    return (t["results"], "met" if e["met"] else "not met", diff, "–" if wf is None else f"{100 * wf:.0f} %",
+            t.get("command", ""))
+
+
+def _tries_blocks(res: Mapping, here: str) -> list[R.Block]:
+    """Every try at the endpoint, oldest first, this run last."""
+    tries = res.get("tries") or []
+    if not tries:
+        return []
+    now = {"results": here + " (this run)", "endpoint": res.get("endpoint"), "command": res.get("command", "")}
+    return [R.Block("h2", "Every try at this endpoint"),
+            R.Block("table", header=("try", "endpoint", "pooled tools − disabled [95% CI]", "well-formed", "command"),
+                    rows=[_try_cells(t) for t in [*tries, now]])]
+
+
 def _probe_blocks(p: Mapping | None) -> list[R.Block]:
     """Whether the tool-trained model calls where C* has a call, and writes the call well-formed."""
     if not p or not p.get("points"):
@@ -163,7 +206,8 @@ def _probe_blocks(p: Mapping | None) -> list[R.Block]:
 
 
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
-    blocks = _endpoint_blocks(res.get("endpoint")) + verdict_blocks(res["headline"], res["verdict"])
+    blocks = _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
+    blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
