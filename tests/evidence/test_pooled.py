@@ -73,3 +73,13 @@ def test_every_earlier_try_is_listed_beside_this_run(tmp_path):
     assert [r[1] for r in table.rows] == ["met", "missing", "not met"]
     assert table.rows[0][2] == "+24.4 [+21.1, +27.7]" and table.rows[2][0] == "results/math (this run)"
     assert _tries_blocks({"tries": []}, "x") == []
+
+
+def test_the_report_shows_which_checkpoint_each_run_kept_and_why():
+    from toolformer_kit.evidence.writer import _training_blocks
+
+    res = {"training": {"tool-trained": {"best_step": 48, "evaluations": [[0, 9.68], [48, 4.72], [96, 9.58]],
+                                         "counts": {"training sequences": 183, "dev source": "carved"}}}}
+    table = _training_blocks(res)[2]
+    assert table.rows == [("tool-trained", 183, 48, "0: 9.68, 48: 4.72, 96: 9.58", "carved")]
+    assert _training_blocks({"training": {}}) == []

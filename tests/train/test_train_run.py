@@ -274,3 +274,6 @@ def test_dev_texts_with_calls_keep_them_for_the_tool_run_only(tiny_model, files,
     cc = trainer_mod.prepare_data(_cfg(tiny_model, *files, tmp_path / "c", dev_data=None, dev_with_calls=True,
                                        plain_baseline=True, max_length=64), tok)
     assert cc["dev"].n_tokens == without["dev"].n_tokens
+    # the summary says which: it read "calls removed" for a run whose dev texts kept them
+    assert "calls kept" in with_calls["counts"]["dev source"]
+    assert "calls removed" in without["counts"]["dev source"] and "calls removed" in cc["counts"]["dev source"]

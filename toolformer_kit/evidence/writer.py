@@ -210,7 +210,7 @@ def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Bloc
     blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
-    blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _cost_blocks(res)
+    blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
     m = res["machine"]
     blocks += [R.Block("h2", "Settings"), R.Block("code", res["command"]),
@@ -281,6 +281,24 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
                                                   "at τf 2.0"),
                       rows=rows)]
     return blocks + [R.Block("p", f"[{t['tool']}, score {t['score']}] {t['in_context']}") for t in a["top_calls"]]
+
+
+def _training_blocks(res: Mapping) -> list[R.Block]:
+    """Each fine-tuning run's kept step and dev perplexity curve: why that checkpoint was kept."""
+    runs = res.get("training") or {}
+    rows = []
+    for label, t in runs.items():
+        counts = t.get("counts") or {}
+        curve = ", ".join(f"{step}: {ppl:.2f}" for step, ppl in t.get("evaluations") or [])
+        rows.append((label, counts.get("training sequences", "–"), t.get("best_step", "–"), curve or "–",
+                     counts.get("dev source", "–")))
+    if not rows:
+        return []
+    return [R.Block("h2", "Fine-tuning"),
+            R.Block("p", "The checkpoint kept by each run (lowest dev perplexity, or the last step with "
+                         "train_keep last), and the dev perplexity at each evaluation."),
+            R.Block("table", header=("run", "training sequences", "kept step", "dev perplexity by step",
+                                     "dev texts"), rows=rows)]
 
 
 def _cost_blocks(res: Mapping) -> list[R.Block]:

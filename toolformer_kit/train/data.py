@@ -122,6 +122,15 @@ def tool_counts(texts: Iterable[str]) -> Counter:
 CARVED_DEV = "carved out of --data (calls removed), not held-out documents as in the paper"
 
 
+def carved_dev(calls_kept: bool) -> str:
+    """The summary's "dev source" for carved dev texts, saying whether they keep their calls.
+
+    >>> carved_dev(True)
+    'carved out of --data (calls kept: --dev-with-calls), not held-out documents as in the paper'
+    """
+    return CARVED_DEV.replace("calls removed", "calls kept: --dev-with-calls") if calls_kept else CARVED_DEV
+
+
 def split_dev(texts: Sequence[str], dev_docs: int, fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """Hold out up to ``min(dev_docs, fraction * n)`` texts, chosen by seed, the same for every run.
 

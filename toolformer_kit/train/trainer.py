@@ -214,12 +214,10 @@ def prepare_data(cfg: TrainConfig, tokenizer) -> dict[str, Any]:
         dev_source = f"held-out file {Path(cfg.dev_data).name}"
     else:
         train_texts, dev_texts = data.split_dev(texts, cfg.dev_docs, cfg.dev_fraction, cfg.seed)
-        dev_source = data.CARVED_DEV
+        dev_source = data.carved_dev(cfg.dev_with_calls and not cfg.plain_baseline)
         if dev_texts:
-            log.warning("dev texts: %d texts carved out of %s (%s), not held-out documents as in the paper; "
-                        "give --dev-data FILE for those", len(dev_texts), cfg.data,
-                        "calls kept: --dev-with-calls" if cfg.dev_with_calls and not cfg.plain_baseline
-                        else "calls removed")
+            log.warning("dev texts: %d texts %s; give --dev-data FILE for those", len(dev_texts),
+                        dev_source.replace("--data", str(cfg.data)))
     if not dev_texts:
         log.warning("no dev texts (give --dev-data or a larger --dev-fraction): no perplexity, last step kept")
     train_tools = data.tool_counts(train_texts)
