@@ -36,7 +36,7 @@ from ..tools import get_tool
 from ..train import run_training
 from ..train.config import TrainConfig
 from .ceiling import bm25_search, ceiling_flags, write_flags
-from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
+from .corpora import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
 from .writer import write_results
@@ -44,6 +44,7 @@ from .writer import write_results
 log = logging.getLogger(__name__)
 
 STAGES_FILE = "stages.json"
+SEARCH_CORPUS = "search.jsonl"  # what WikiSearch and QA search while annotating, when summaries are held out
 # The settings each stage's output depends on (besides the stages before it).
 KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks", "cstar_dataset"),
@@ -137,6 +138,13 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     else:
         answers, questions = evaluated_text(cfg.tasks, data_dir(cfg))
         excluded = asked_about(_load_wiki("en-us"), answers, questions)
+        heldout = heldout_for(cfg.tasks)
+        if heldout:  # the held-out facts: never annotated, and not in the index annotation searches
+            excluded |= heldout
+            write_search_corpus(folder / SEARCH_CORPUS, heldout)
+            (folder / "heldout_titles.json").write_text(json.dumps(sorted(heldout), ensure_ascii=False, indent=0))
+        else:
+            (folder / SEARCH_CORPUS).unlink(missing_ok=True)  # a rerun without wiki-cloze searches everything
         docs, dev = wiki_corpus(cfg.docs, cfg.dev_docs, cfg.seed, excluded)
     if len(docs) < cfg.docs:
         log.warning("the %s corpus gave %d documents, not %d", cfg.corpus, len(docs), cfg.docs)
@@ -171,6 +179,7 @@ def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
 
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
+    search = out / "corpus" / SEARCH_CORPUS
     if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
         _annotation_from_dataset(cfg, folder)
     if not (folder / "manifest.json").is_file():
@@ -178,6 +187,7 @@ def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
                               corpus=str(out / "corpus" / "train.jsonl"), out=str(folder),
                               window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s,
                               tau_f=cfg.tau_f, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
+                              wiki_corpus=str(search) if search.is_file() else "",
                               shard_size=4)).run()
     return folder
 
