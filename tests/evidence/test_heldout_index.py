@@ -80,3 +80,31 @@ def test_without_wiki_cloze_nothing_is_held_out(tmp_path):
     (tmp_path / "corpus" / R.SEARCH_CORPUS).write_text("stale\n")
     R.stage_corpus(cfg, tmp_path)
     assert not (tmp_path / "corpus" / R.SEARCH_CORPUS).exists()
+
+
+def test_eval_subset_retrievable_evaluates_only_what_the_index_can_answer(tmp_path, monkeypatch):
+    """issue 28, item 4: every retrievable example of the dev tasks plus the cloze set, nothing else."""
+    data = tmp_path / "data"
+    (data / "qa").mkdir(parents=True)
+    rows = [{"question": "who painted the mona lisa", "answer": ["Leonardo da Vinci"]},
+            {"question": "who won the 1987 zorblax cup", "answer": ["Quux Quuxson"]}]
+    (data / "qa" / "NQ-open.dev.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = ExperimentConfig(name="t", corpus="wiki", tools=["WikiSearch"], tasks=["nq", "wiki-cloze"], ceiling=True,
+                           eval_subset="retrievable", eval_limit=100, data_dir=str(data))
+    R.stage_ceiling(cfg, tmp_path)
+    seen = {}
+
+    def evaluate(label, generate, tasks, settings, data_dir, folder, **kw):
+        seen.update({t.name: t.load(data_dir) for t in tasks})
+
+    monkeypatch.setattr(R, "load_lm", lambda model: None)
+    monkeypatch.setattr(R, "decoder_generate", lambda lm, batch: None)
+    monkeypatch.setattr(R, "evaluate", evaluate)
+    monkeypatch.setattr(R, "write_report", lambda *a: None)
+    R.stage_eval(cfg, tmp_path, runs=[("toolformer", "m", ["disabled"])])
+    assert [e.prompt.split(": ", 1)[1].split("\n")[0] for e in seen["nq"]] == ["who painted the mona lisa"]
+    assert len(seen["wiki-cloze"]) == len(get_task("wiki-cloze").load(data))  # every cloze item is retrievable
+    with pytest.raises(ConfigError, match="eval_subset retrievable needs the ceiling"):
+        ExperimentConfig(name="t", eval_subset="retrievable")
+    with pytest.raises(ConfigError, match="eval_subset must be all or retrievable, not 'some'"):
+        ExperimentConfig(name="t", eval_subset="some", ceiling=True)

@@ -35,7 +35,7 @@ from ..lm.embedded import EMBEDDED, pull
 from ..tools import get_tool
 from ..train import run_training
 from ..train.config import TrainConfig
-from .ceiling import bm25_search, ceiling_flags, write_flags
+from .ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from .corpora import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
@@ -266,10 +266,17 @@ def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "ceiling"
     folder.mkdir(parents=True, exist_ok=True)
     search = bm25_search()
+    limit = None if cfg.eval_subset == "retrievable" else cfg.eval_limit  # the evaluation then picks among them
     for task in eval_tasks(cfg):
-        write_flags(folder / f"{task.name}.jsonl",
-                    ceiling_flags(subset(task.load(data_dir(cfg)), cfg.eval_limit), search))
+        write_flags(folder / f"{task.name}.jsonl", ceiling_flags(subset(task.load(data_dir(cfg)), limit), search))
     return folder
+
+
+def retrievable_only(task, flags: dict[str, bool]):
+    """``task`` whose loader keeps only the examples flagged retrievable (``eval_subset: retrievable``):
+    the evaluation's hash-ordered ``eval_limit`` sample is then drawn from them."""
+    loader = task.loader
+    return dataclasses.replace(task, loader=lambda d: [e for e in loader(d) if flags.get(e.id)])
 
 
 def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
@@ -285,6 +292,8 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
     folder = out / "eval"
     tools = {name: get_tool(name) for name in cfg.tools}
     tasks = eval_tasks(cfg)
+    if cfg.eval_subset == "retrievable":
+        tasks = [retrievable_only(t, read_flags(out / "ceiling" / f"{t.name}.jsonl")) for t in tasks]
     for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
         info = {"model": model, "lama_search": cfg.lama_search}
