@@ -122,3 +122,18 @@ def test_the_call_form_reads_back_as_a_wikisearch_call_with_the_passage_as_resul
     assert call.closed and call.call.tool == "WikiSearch" and call.end == len(prompt)
     assert call.call.result == "Hamlet is a play (1) by William Shakespeare."
     assert prompt.startswith(item.example.prompt + " [")
+
+
+def test_the_report_opens_with_the_pilot_s_table(pilot, setup, tmp_path):
+    from toolformer_kit import blocks as R
+    from toolformer_kit.evidence.writer import _pilot_blocks, _side_result
+
+    data, search = setup
+    out = tmp_path / "pilot"
+    assert pilot.main(["--models", "m1", "--tasks", "nq", "--data-dir", str(data), "--out", str(out)],
+                      generate_for=lambda m: FakeReader(), search=search) == 0
+    text = R.to_markdown(_pilot_blocks(_side_result(str(out))))
+    assert text.startswith("## Ceiling pilot") and "| m1 | nq | 2 | 50.0 [9.5, 90.5] | 100.0 [34.2, 100.0] |" in text
+    missing = R.to_markdown(_pilot_blocks(_side_result(str(tmp_path / "later"))))
+    assert "Not run yet" in missing and f"--out {tmp_path / 'later'}" in missing
+    assert _pilot_blocks(_side_result("")) == []

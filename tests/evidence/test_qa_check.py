@@ -98,3 +98,16 @@ def test_bad_limits_are_one_error_line(setup, capsys):
     assert script.main(["--limit", "0", "--data-dir", str(data)], lm=Reader()) == 2
     err = capsys.readouterr().err
     assert "--limit must be ≥ 1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_report_shows_the_qa_tool_s_own_accuracy(setup, tmp_path):
+    from toolformer_kit import blocks as R
+    from toolformer_kit.evidence.writer import _qa_tool_blocks, _side_result
+
+    script, data, corpus = setup
+    out = tmp_path / "qa"
+    assert script.main(["--tasks", "nq", "--data-dir", str(data), "--corpus", str(corpus), "--out", str(out)],
+                       lm=Reader()) == 0
+    text = R.to_markdown(_qa_tool_blocks(_side_result(str(out))))
+    assert "## The QA tool's own accuracy" in text and "right on retrievable questions 50.0 % (goal ≥ 50: met)" in text
+    assert "| nq | retrievable | 2 | 50.0 [9.5, 90.5] | 0.0 [0.0, 65.8] | 50.0 [9.5, 90.5] |" in text

@@ -205,17 +205,25 @@ def pilot_table(rows: Sequence[Mapping], forms: Sequence[str]) -> str:
     |---|---|---|---|---|---|
     | m | nq | 4 | 25.0 [4.6, 69.9] | 75.0 [30.1, 95.4] | +50.0 [-13.5, +78.9] |
     """
+    head, cells = pilot_cells(rows, forms)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def pilot_cells(rows: Sequence[Mapping], forms: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows of cells) of the pilot's table, for markdown here and the report's blocks."""
     head = ["model", "task", "n", "closed-book % [95% CI]"]
     for form in forms:
         head += [f"oracle ({form}) % [95% CI]", f"oracle ({form}) − closed-book, paired [95% CI]"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out = []
     for r in rows:
         task = f"**{r['task']}**" if r.get("pooled") else r["task"]
         cells = [r["model"], task, str(r["n"]), _cell(r[CLOSED])]
         for form in forms:
             cells += [_cell(r[form]), _diff(r[form])]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        out.append(cells)
+    return head, out
 
 
 # ---------------------------------------------------------------- the run

@@ -116,15 +116,23 @@ def qa_table(rows: Sequence[Mapping]) -> str:
     >>> print(qa_table(qa_rows([{"task": "nq", "subset": "retrievable", "outcome": "right"}])).splitlines()[2])
     | nq | retrievable | 1 | 100.0 [20.7, 100.0] | 0.0 [0.0, 79.3] | 0.0 [0.0, 79.3] |
     """
-    head = "| task | questions | n | right % [95% CI] | wrong % [95% CI] | abstained % [95% CI] |"
-    lines = [head, "|---|---|---|---|---|---|"]
+    head, cells = qa_cells(rows)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def qa_cells(rows: Sequence[Mapping]) -> tuple[list[str], list[list[str]]]:
+    """(header, rows of cells) of :func:`qa_table`, for markdown here and the report's blocks."""
+    head = ["task", "questions", "n", "right % [95% CI]", "wrong % [95% CI]", "abstained % [95% CI]"]
+    out = []
     for r in rows:
         cells = [f"**{r['task']}**" if r["task"] == "pooled" else r["task"], r["subset"], str(r["n"])]
         for o in OUTCOMES:
             lo, hi = r[o]["ci95"]
             cells.append(f"{pct(r[o]['share'])} [{pct(lo)}, {pct(hi)}]")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        out.append(cells)
+    return head, out
 
 
 def run_qa_check(tasks: Sequence[Task], data_dir: str | Path, search: Search, answerers: Mapping[str, Answer],

@@ -93,6 +93,10 @@ class ExperimentConfig:
                                    "with its 95%% interval above 0 (0 = no endpoint)", min=0, max=100)
     endpoint_well_formed: float = _f(0.0, "pre-registered endpoint: share of opened calls written well-formed "
                                           "(Tool(input) ->)", min=0, max=1)
+    pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
+                                "oracle table opens the report (a folder not there yet is reported as not run)")
+    qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "
+                                   "right / wrong / abstained table in the report")
     earlier_tries: list[str] = _f([], "results folders of earlier tries at the same endpoint (e.g. "
                                       "results/math-cstar-1); the report lists each beside this run, so no try is "
                                       "left out")
