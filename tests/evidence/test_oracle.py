@@ -137,3 +137,27 @@ def test_the_report_opens_with_the_pilot_s_table(pilot, setup, tmp_path):
     missing = R.to_markdown(_pilot_blocks(_side_result(str(tmp_path / "later"))))
     assert "Not run yet" in missing and f"--out {tmp_path / 'later'}" in missing
     assert _pilot_blocks(_side_result("")) == []
+
+
+def test_the_pilot_runs_through_the_real_decoder_on_a_scripted_lm(pilot, setup, tmp_path, monkeypatch, capsys):
+    """The script's own path (load_lm, decoder_generate, the tool-aware decoder with calls masked),
+    the model replaced by the decoding tests' scripted LM: closed-book it says Paris, with the
+    passage in the prompt it says the gold."""
+    from toolformer_kit.evidence.oracle import pilot_items
+
+    spec = importlib.util.spec_from_file_location("pilot_decode_fakes", SCRIPT.parents[1] / "tests" / "decode" / "decode_fakes.py")
+    fakes = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "pilot_decode_fakes", fakes)  # its dataclasses look their module up
+    spec.loader.exec_module(fakes)
+    data, search = setup
+    items = pilot_items(get_task("nq").load(data), search)
+    stories = [fakes.Story(i.example.prompt, " I think Paris.\n") for i in items]
+    stories += [fakes.Story(oracle_prompt(i, "call"), f" {i.example.answers[0]}.\n") for i in items]
+    lm = fakes.FakeLM(stories)
+    monkeypatch.setattr("toolformer_kit.lm.base.load_lm", lambda model, **kw: lm)
+    assert pilot.main(["--models", "scripted", "--tasks", "nq", "--data-dir", str(data), "--out", str(tmp_path / "o"),
+                       "--dtype", "fp32", "--batch", "2"], search=search) == 0
+    records = [json.loads(line) for line in (tmp_path / "o" / "scripted" / "nq.jsonl").read_text().splitlines()]
+    assert [r["closed"]["prediction"] for r in records] == ["I think Paris."] * 2
+    assert sorted(r["call"]["prediction"] for r in records) == ["Paris.", "Shakespeare."]
+    assert "| scripted | nq | 2 | 50.0 [9.5, 90.5] | 100.0 [34.2, 100.0] |" in capsys.readouterr().out
