@@ -108,3 +108,57 @@ def test_the_inspector_opens_a_campaign_folder(tmp_path, small_corpus):
     run(tmp_path, target_calls=0)
     data = load([tmp_path / "out"])
     assert data.candidates and data.tau_f == {"Calculator": 0.5} and data.summaries[0]["campaign"]
+
+
+# ------------------------------------------------------------------ the search recipe (issue 28, item 4)
+def qa_tool_fake() -> "Tool":
+    """A QA stand-in: answers "what is N?" with N + 1 (the fake LM asks such questions)."""
+    from toolformer_kit.tools.base import Tool
+
+    def answer(question):
+        digits = "".join(ch for ch in question if ch.isdigit())
+        return str(int(digits) + 1) if digits else None
+
+    return Tool("QA", answer, "Add QA calls.", [("Ulm had 12 gates, then 13.", "Ulm had 12 gates, then [QA(what is 12?)] 13.")])
+
+
+def test_the_math_bank_keeps_its_identity():
+    """datasets/cstar-math was banked before recipes existed: its settings must still match, or it could not resume."""
+    from pathlib import Path
+
+    banked = json.loads((Path(__file__).resolve().parents[2] / "datasets/cstar-math/bank/campaign.json").read_text())
+    assert C.identity(C.CampaignConfig()) == banked["settings"]
+    assert C.identity(C.CampaignConfig(recipe="search"))["tasks"] == C.SEARCH_TASKS
+
+
+def test_a_search_campaign_banks_wikisearch_and_qa_calls_and_says_so(tmp_path, monkeypatch):
+    docs = [Document(f"wiki:T{i}", f"Town {i} had {10 + i} gates and then {11 + i} gates in all.", {"title": f"T{i}"})
+            for i in range(3)]
+    monkeypatch.setattr(C, "search_selection", lambda seed, tasks, data_dir: Selection(
+        docs, {"wiki_summaries": 3, "long_enough": 3, "asked_about": 0, "heldout": 0, "documents": 3}))
+    cfg = C.CampaignConfig(recipe="search", out=str(tmp_path / "out"), work=str(tmp_path / "work"), k=3, m=4,
+                           shard_size=1, progress=False, tau_f=0.5, target_calls=0)
+    acfg = C.annotate_config(cfg)
+    assert acfg.tools == ["WikiSearch", "QA"] and acfg.wiki_exclude_self
+    assert acfg.wiki_corpus == str(tmp_path / "work" / "search.jsonl")
+    s = C.run_campaign(cfg, lm=FakeLM(), tools=[qa_tool_fake()], executor=Executor(engine_factory=FakeEngine))
+    assert s["windows_annotated"] == 3 and s["kept"][0]["by_tool"].get("QA", 0) > 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "# C* for WikiSearch and QA" in card and "pretty_name: Toolformer C* (WikiSearch and QA" in card
+    assert "held-out summaries (wiki-cloze's facts)" in card
+    with pytest.raises(ConfigError, match="unknown campaign recipe 'serch'; use one of math, search"):
+        C.CampaignConfig(recipe="serch")
+
+
+def test_the_search_selection_leaves_out_what_is_asked_and_what_is_held_out():
+    from toolformer_kit.eval.tasks.wikicloze import heldout_titles, wiki_summaries
+    from toolformer_kit.evidence.selection import search_selection
+
+    sel = search_selection(0, ["wiki-cloze"], "/unused")
+    held = set(heldout_titles(wiki_summaries()))
+    titles = {d.meta["title"] for d in sel.docs}
+    assert sel.counts["heldout"] == len(held) == 500 and not titles & held
+    assert sel.counts["asked_about"] > 0  # the cloze answers' own articles ("Iran", "Earth") go too
+    assert sel.counts["documents"] == len(sel.docs) <= sel.counts["long_enough"] - len(held)  # held ones are all long
+    assert [d.doc_id for d in sel.docs[:5]] == [d.doc_id for d in search_selection(0, ["wiki-cloze"], "/unused").docs[:5]]
+    assert [d.doc_id for d in sel.docs[:5]] != [d.doc_id for d in search_selection(1, ["wiki-cloze"], "/unused").docs[:5]]

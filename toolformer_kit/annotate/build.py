@@ -9,6 +9,8 @@ from pathlib import Path
 from ..config import ConfigError
 from ..lm.base import load_lm, resolve_dtype
 from ..tools import get_tool
+from ..tools.qa import qa_tool
+from ..tools.wikisearch import wikisearch_tool
 from ..tools.base import AnnotationSettings
 from .config import AnnotateConfig, tool_settings
 from .execute import Executor
@@ -34,10 +36,24 @@ def load_models(cfg: AnnotateConfig, lm=None, sampler=None):
     return lm, sampler
 
 
+# The tools that search a corpus, rebuilt over ``--wiki-corpus`` when one is given.
+ON_CORPUS = {"WikiSearch": lambda corpus: wikisearch_tool(corpus=corpus), "QA": lambda corpus: qa_tool(corpus=corpus)}
+
+
+def annotation_tool(cfg: AnnotateConfig, name: str):
+    """The registered tool ``name``; WikiSearch and QA over ``cfg.wiki_corpus`` when it is set, so
+    what annotation can find is exactly that corpus (the held-out summaries are not in it)."""
+    if cfg.wiki_corpus and name in ON_CORPUS:
+        if not Path(cfg.wiki_corpus).is_file():
+            raise ConfigError(f"--wiki-corpus {cfg.wiki_corpus} does not exist; give a JSONL (title, text) file")
+        return ON_CORPUS[name](cfg.wiki_corpus)
+    return get_tool(name)
+
+
 def resolve_tools(cfg: AnnotateConfig, tools=None) -> tuple[list, dict[str, AnnotationSettings]]:
     """The tools to annotate, each checked to have an annotation prompt, and each one's settings
     (its own, then the run's overrides): cheap, so it runs before any model loads."""
-    tools = [get_tool(name) for name in cfg.tools] if tools is None else tools
+    tools = [annotation_tool(cfg, name) for name in cfg.tools] if tools is None else tools
     for tool in tools:
         try:
             tool.prompt_prefix()

@@ -42,6 +42,9 @@ class AnnotateConfig:
     window_context: int = _f(32, "tokens of left context before each window after the first (read, never annotated)")
     wiki_exclude_self: bool = _f(True, "WikiSearch never returns the annotated document itself (same title, or "
                                        "a passage sharing 8 consecutive words with it)")
+    wiki_corpus: str = _f("", "the corpus WikiSearch and QA search while annotating, JSONL (title, text) or KILT "
+                              "(default: the tools' own); a recipe that evaluates held-out facts (wiki-cloze) "
+                              "writes the summaries without them here")
     tau_s: Optional[float] = _f(None, "position threshold τs for every tool (default: per tool)")
     k: Optional[int] = _f(None, "at most k positions per document (default: per tool)")
     m: Optional[int] = _f(None, "calls sampled per position (default: per tool)")
@@ -120,7 +123,7 @@ def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs
 # still resume (a run made without call_cost was made at λ = 0).
-ADDED_AT_DEFAULT = {"call_cost": 0.0}
+ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": ""}
 
 # Settings that do not change what a run writes: a resumed run may differ in these.
 NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",

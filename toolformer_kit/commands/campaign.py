@@ -1,5 +1,6 @@
-"""Run (or resume) the Calculator annotation campaign: C* at the paper's settings, banked shard by
-shard into a dataset folder that is committed as it grows.
+"""Run (or resume) an annotation campaign: C* at the paper's settings, banked shard by shard into a
+dataset folder that is committed as it grows. The default is the Calculator's (datasets/cstar-math);
+``--config configs/campaigns/search.yaml`` is WikiSearch and QA's (datasets/cstar-search, issue 28).
 
 The same command resumes from the folder's bank/ on any machine, and rewrites data/ and the card
 README.md from the bank every time it stops (after --max-minutes, at --target-calls, or at the
@@ -13,7 +14,7 @@ import json
 
 from .cli import standalone
 
-HELP = "run or resume the Calculator C* campaign (banked, resumable)"
+HELP = "run or resume a C* campaign: Calculator (default) or search (banked, resumable)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

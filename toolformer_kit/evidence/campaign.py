@@ -1,6 +1,11 @@
 """An annotation campaign that outlasts a session: C* built shard by shard into a folder that is
 committed as it grows, and resumed from there by the same command on any machine.
 
+Two recipes: ``math`` (the Calculator on GSM8K prose solutions and arithmetic Wikipedia summaries,
+datasets/cstar-math) and ``search`` (WikiSearch and QA on Wikipedia summaries the evaluation does
+not ask about; the held-out facts of ``wiki-cloze`` are neither annotated nor in the index the two
+tools search while annotating, issue 28). ``configs/campaigns/search.yaml`` holds the search one.
+
 Why not the ordinary annotation run: its shards keep every candidate (200 per window at the
 Calculator's k 20 × m 10), tens of MB for a few hundred windows, in a folder that is not committed.
 A campaign banks only what C* and its study need: every candidate with a score ≥ 0 (τf is never
@@ -27,12 +32,16 @@ from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
+from pathlib import Path
+
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import fingerprint
 from ..config import ConfigError
+from ..eval.config import default_data_dir
 from .bank import FORMAT, Bank, Progress, bank_record
+from .corpora import heldout_for, write_search_corpus
 from .dataset_card import publish
-from .selection import math_selection, solution_windows
+from .selection import math_selection, search_selection, solution_windows
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +52,15 @@ def _f(default, help_text):
     return field(default=default, metadata={"help": help_text})
 
 
+RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"]}
+SEARCH_TASKS = ["lama-trex", "lama-google-re", "lama-squad", "webquestions", "nq", "triviaqa", "wiki-cloze"]
+
+
 @dataclass
 class CampaignConfig:
+    recipe: str = _f("math", "math: the Calculator on GSM8K prose solutions and arithmetic Wikipedia summaries; "
+                             "search: WikiSearch and QA on Wikipedia summaries the evaluation does not ask about "
+                             "(the held-out facts left out of the corpus and of the search index)")
     out: str = _f("datasets/cstar-math", "the dataset folder: its bank/ is resumed, its data/ and card rewritten")
     model: str = _f("qwen2.5-coder-0.5b", "M: samples, scores (and is later fine-tuned), as in the paper")
     k: int = _f(20, "positions per window (the paper's Calculator setting)")
@@ -62,24 +78,47 @@ class CampaignConfig:
     dtype: str = _f("auto", "compute dtype: auto (bf16 where measured faster), fp32 or bf16")
     work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
     progress: bool = _f(True, "show progress bars")
+    tasks: list[str] = _f([], "search: the evaluated tasks whose questions and answers leave the corpus "
+                              "(default: the search recipe's seven, wiki-cloze's held-out summaries included)")
+    data_dir: str = _f("", "search: the benchmark folder of those tasks (default: ../shared/data/benchmarks)")
 
     def __post_init__(self) -> None:
+        if self.recipe not in RECIPES:
+            raise ConfigError(f"unknown campaign recipe {self.recipe!r}; use one of {', '.join(RECIPES)}")
+        if self.recipe == "search" and not self.tasks:
+            self.tasks = list(SEARCH_TASKS)
         if self.tau_f < 0:
             raise ConfigError(f"tau_f {self.tau_f} < 0: the bank keeps candidates with score ≥ 0 only; use tau_f ≥ 0")
 
 
 # Settings a resumed campaign may change: they decide when to stop and what is published, not
 # what a shard holds.
-NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress"}
+NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress",
+                "data_dir"}  # the corpus fingerprint guards what the data folder decides
+# Settings added after a bank was made, left out of its identity at their default (datasets/cstar-math resumes).
+ADDED_AT_DEFAULT = {"recipe": "math", "tasks": []}
 
 
 def identity(cfg: CampaignConfig) -> dict:
-    return {k: v for k, v in vars(cfg).items() if k not in NON_SEMANTIC}
+    return {k: v for k, v in vars(cfg).items()
+            if k not in NON_SEMANTIC and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
+
+
+def search_corpus_path(cfg: CampaignConfig) -> Path:
+    """What WikiSearch and QA search while a search campaign annotates: every summary but the held-out ones."""
+    return Path(cfg.work) / "search.jsonl"
 
 
 def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
-    """The one-tool annotation settings every shard runs at. The strict pre-filter (cue word or a
-    result triple, ``calculator_rate`` 0) skips windows without arithmetic, such as a problem's tail."""
+    """The annotation settings every shard runs at. math: the Calculator alone; the strict pre-filter
+    (cue word or a result triple, ``calculator_rate`` 0) skips windows without arithmetic, such as a
+    problem's tail. search: WikiSearch and QA over :func:`search_corpus_path`, never returning the
+    summary being annotated."""
+    if cfg.recipe == "search":
+        return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES["search"]), tau_s=cfg.tau_s,
+                              k=cfg.k, m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed,
+                              dtype=cfg.dtype, wiki_exclude_self=True, wiki_corpus=str(search_corpus_path(cfg)),
+                              out=cfg.work, progress=False)
     return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calculator"], tau_s=cfg.tau_s, k=cfg.k,
                           m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
                           calculator_rate=0.0, out=cfg.work, progress=False)
@@ -88,7 +127,10 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
 # ------------------------------------------------------------------ the run
 def campaign_windows(cfg: CampaignConfig, count) -> tuple[list, dict]:
     """The selected corpus in reading order, cut into windows; and the selection counts."""
-    sel = math_selection(cfg.seed, cfg.wiki)
+    if cfg.recipe == "search":
+        sel = search_selection(cfg.seed, cfg.tasks, Path(cfg.data_dir) if cfg.data_dir else default_data_dir())
+    else:
+        sel = math_selection(cfg.seed, cfg.wiki)
     docs, cut = solution_windows(sel.docs, cfg.window_tokens, count, 32)
     counts = dict(sel.counts, windows=len(docs), **cut)
     return docs, counts
@@ -101,6 +143,9 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
 
     t0 = time.perf_counter()
     acfg = annotate_config(cfg)
+    if cfg.recipe == "search" and tools is None:  # the tools search a corpus without the held-out facts
+        Path(cfg.work).mkdir(parents=True, exist_ok=True)
+        write_search_corpus(search_corpus_path(cfg), heldout_for(cfg.tasks))
     lm, _ = load_models(acfg, lm, lm)
     docs, counts = campaign_windows(cfg, lambda s: len(lm.encode(s)))
     bank = Bank(cfg.out)

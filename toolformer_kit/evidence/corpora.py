@@ -10,18 +10,27 @@
 
 Documents to annotate and dev documents (which choose the checkpoint) come from one seeded draw,
 split in two, so they never overlap.
+
+When the evaluation includes ``wiki-cloze`` (issue 28), its held-out summaries
+(:func:`~toolformer_kit.eval.tasks.wikicloze.heldout_titles`) leave both the annotated corpus and
+the index that WikiSearch and QA search while annotating (:func:`write_search_corpus`): the
+evaluation-time index keeps them, so their facts can be found only by searching at test time.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..annotate.document import Document
 from ..annotate.sources import _load_wiki, gsm8k_docs
 from ..eval.metrics import normalize
 from ..eval.tasks import get_task
+from ..eval.tasks.wikicloze import heldout_titles, wiki_summaries
+from ..files import write_atomic
 from .ceiling import question_of
 
 MAX_TITLE_WORDS = 8
@@ -100,6 +109,37 @@ def evaluated_text(tasks: Sequence[str], data_dir) -> tuple[list[str], list[str]
             answers += list(ex.answers)
             questions.append(question_of(ex.prompt))
     return answers, questions
+
+
+HELDOUT_TASK = "wiki-cloze"
+
+
+def heldout_for(tasks: Sequence[str]) -> set[str]:
+    """The held-out summaries' titles when ``tasks`` evaluate them, else none: tied to the task, so
+    no run can evaluate the held-out facts and annotate with them.
+
+    >>> heldout_for(["nq"])
+    set()
+    """
+    return set(heldout_titles(wiki_summaries())) if HELDOUT_TASK in tasks else set()
+
+
+def search_corpus_rows(summaries: dict[str, str], exclude: set[str]) -> list[dict]:
+    """The annotation-time search corpus: every summary but the excluded ones, as WikiSearch's
+    JSONL (``title``, ``text``).
+
+    >>> search_corpus_rows({"Ulm": "Ulm is a city.", "Bonn": "Bonn is a city."}, {"Ulm"})
+    [{'title': 'Bonn', 'text': 'Bonn is a city.'}]
+    """
+    return [{"title": t, "text": v} for t, v in sorted(summaries.items()) if t not in exclude]
+
+
+def write_search_corpus(path: str | Path, exclude: set[str]) -> int:
+    """Write the annotation-time search corpus (:func:`search_corpus_rows`) to ``path``; returns
+    its size. WikiSearch builds a separate BM25 index for it on first use (~1 s)."""
+    rows = search_corpus_rows(wiki_summaries(), exclude)
+    write_atomic(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return len(rows)
 
 
 CORPORA = {"gsm8k": "GSM8K worked solutions, <<…>> marks removed",

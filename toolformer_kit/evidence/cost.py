@@ -58,7 +58,12 @@ WINDOWS_PER_DOC = {"gsm8k": 2.0, "wiki": 1.33}
 PAPER_SAMPLES = {"Calculator": (20, 10), "Calendar": (5, 5), "WikiSearch": (5, 5), "QA": (5, 5), "MT": (20, 10)}
 SCORED_SHARE = 0.63  # sampled calls that parse and run, and so are scored (15 of 24 in the math smoke run)
 MATH_TASKS = {"svamp", "asdiv", "mawps"}
-SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59}  # examples that pass the LAMA filter on the shared copies
+SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59,  # examples that pass the LAMA filter on the shared copies
+               "wiki-cloze": 252}
+# Examples whose gold is in the top 3 passages for the question (the ceiling's flag), on the shared
+# copies: what ``eval_subset: retrievable`` evaluates at most (an unlisted task: eval_limit).
+RETRIEVABLE = {"lama-trex": 94, "lama-google-re": 5, "lama-squad": 4, "webquestions": 100, "nq": 79,
+               "triviaqa": 198, "wiki-cloze": 252, "lama-trex-templates": 635}
 EVAL_RUNS = 4  # base, +CC, tool-trained with tools, tool-trained disabled
 REFERENCE_RUNS = 2  # of those, base and +CC (skipped without ``references``)
 MODEL_LOADS = 3
@@ -107,10 +112,14 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
     (288, 76, 62)
     >>> round(b["annotate"]), round(b["train (tools)"]), round(b["evaluate"])
     (43, 38, 16)
+    >>> few = dict(name="t", tasks=["nq"], ceiling=True, eval_subset="retrievable")  # NQ: 79 retrievable
+    >>> estimate(ExperimentConfig(eval_limit=500, **few), False)["evaluate"] == estimate(ExperimentConfig(eval_limit=79, **few), False)["evaluate"]
+    True
     """
     r = _rates(cfg.model)
     train = cfg.train_steps * cfg.train_batch * cfg.max_length * r["train_token"] + r["train_fixed"]
-    examples = [min(cfg.eval_limit, SMALL_TASKS.get(t, cfg.eval_limit)) for t in cfg.tasks]
+    sizes = RETRIEVABLE if getattr(cfg, "eval_subset", "all") == "retrievable" else SMALL_TASKS
+    examples = [min(cfg.eval_limit, sizes.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
     runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else REFERENCE_RUNS)
     evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]

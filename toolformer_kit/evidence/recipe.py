@@ -81,6 +81,8 @@ class ExperimentConfig:
                                 "(the scale study reads only tools vs disabled and turns them off)")
     lama_search: bool = _f(False, "let WikiSearch run on LAMA (the paper disables it there; stated as a deviation)")
     ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
+    eval_subset: str = _f("all", "examples evaluated: all (eval_limit of each task) or retrievable (only those whose "
+                                 "gold is in the top 3 passages for the question, eval_limit of them; needs ceiling)")
     bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
     # ------------------------------------------------------------ goals (the verdict checks them)
     goal_gain: float = _f(20.0, "points that tools must add over disabled on one task (paired interval > 0)",
@@ -91,6 +93,10 @@ class ExperimentConfig:
                                    "with its 95%% interval above 0 (0 = no endpoint)", min=0, max=100)
     endpoint_well_formed: float = _f(0.0, "pre-registered endpoint: share of opened calls written well-formed "
                                           "(Tool(input) ->)", min=0, max=1)
+    pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
+                                "oracle table opens the report (a folder not there yet is reported as not run)")
+    qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "
+                                   "right / wrong / abstained table in the report")
     earlier_tries: list[str] = _f([], "results folders of earlier tries at the same endpoint (e.g. "
                                       "results/math-cstar-1); the report lists each beside this run, so no try is "
                                       "left out")
@@ -109,6 +115,10 @@ class ExperimentConfig:
             raise ConfigError(f"train_dev must be corpus or cstar, not {self.train_dev!r}")
         if self.corpus not in CORPORA:
             raise ConfigError(f"corpus must be one of {', '.join(CORPORA)}, not {self.corpus!r}")
+        if self.eval_subset not in ("all", "retrievable"):
+            raise ConfigError(f"eval_subset must be all or retrievable, not {self.eval_subset!r}")
+        if self.eval_subset == "retrievable" and not self.ceiling:
+            raise ConfigError("eval_subset retrievable needs the ceiling: set ceiling: true (--ceiling)")
         if self.goal_subset not in ("all", "retrievable"):
             raise ConfigError(f"goal_subset must be all or retrievable, not {self.goal_subset!r}")
         if self.goal_subset == "retrievable" and not self.ceiling:

@@ -35,8 +35,8 @@ from ..lm.embedded import EMBEDDED, pull
 from ..tools import get_tool
 from ..train import run_training
 from ..train.config import TrainConfig
-from .ceiling import bm25_search, ceiling_flags, write_flags
-from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
+from .ceiling import bm25_search, ceiling_flags, read_flags, write_flags
+from .corpora import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
 from .writer import write_results
@@ -44,6 +44,7 @@ from .writer import write_results
 log = logging.getLogger(__name__)
 
 STAGES_FILE = "stages.json"
+SEARCH_CORPUS = "search.jsonl"  # what WikiSearch and QA search while annotating, when summaries are held out
 # The settings each stage's output depends on (besides the stages before it).
 KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks", "cstar_dataset"),
@@ -137,6 +138,13 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     else:
         answers, questions = evaluated_text(cfg.tasks, data_dir(cfg))
         excluded = asked_about(_load_wiki("en-us"), answers, questions)
+        heldout = heldout_for(cfg.tasks)
+        if heldout:  # the held-out facts: never annotated, and not in the index annotation searches
+            excluded |= heldout
+            write_search_corpus(folder / SEARCH_CORPUS, heldout)
+            (folder / "heldout_titles.json").write_text(json.dumps(sorted(heldout), ensure_ascii=False, indent=0))
+        else:
+            (folder / SEARCH_CORPUS).unlink(missing_ok=True)  # a rerun without wiki-cloze searches everything
         docs, dev = wiki_corpus(cfg.docs, cfg.dev_docs, cfg.seed, excluded)
     if len(docs) < cfg.docs:
         log.warning("the %s corpus gave %d documents, not %d", cfg.corpus, len(docs), cfg.docs)
@@ -171,6 +179,7 @@ def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
 
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
+    search = out / "corpus" / SEARCH_CORPUS
     if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
         _annotation_from_dataset(cfg, folder)
     if not (folder / "manifest.json").is_file():
@@ -178,6 +187,7 @@ def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
                               corpus=str(out / "corpus" / "train.jsonl"), out=str(folder),
                               window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s,
                               tau_f=cfg.tau_f, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
+                              wiki_corpus=str(search) if search.is_file() else "",
                               shard_size=4)).run()
     return folder
 
@@ -256,10 +266,17 @@ def stage_ceiling(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "ceiling"
     folder.mkdir(parents=True, exist_ok=True)
     search = bm25_search()
+    limit = None if cfg.eval_subset == "retrievable" else cfg.eval_limit  # the evaluation then picks among them
     for task in eval_tasks(cfg):
-        write_flags(folder / f"{task.name}.jsonl",
-                    ceiling_flags(subset(task.load(data_dir(cfg)), cfg.eval_limit), search))
+        write_flags(folder / f"{task.name}.jsonl", ceiling_flags(subset(task.load(data_dir(cfg)), limit), search))
     return folder
+
+
+def retrievable_only(task, flags: dict[str, bool]):
+    """``task`` whose loader keeps only the examples flagged retrievable (``eval_subset: retrievable``):
+    the evaluation's hash-ordered ``eval_limit`` sample is then drawn from them."""
+    loader = task.loader
+    return dataclasses.replace(task, loader=lambda d: [e for e in loader(d) if flags.get(e.id)])
 
 
 def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
@@ -275,6 +292,8 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
     folder = out / "eval"
     tools = {name: get_tool(name) for name in cfg.tools}
     tasks = eval_tasks(cfg)
+    if cfg.eval_subset == "retrievable":
+        tasks = [retrievable_only(t, read_flags(out / "ceiling" / f"{t.name}.jsonl")) for t in tasks]
     for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
         info = {"model": model, "lama_search": cfg.lama_search}

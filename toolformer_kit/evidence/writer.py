@@ -22,6 +22,8 @@ from . import results
 from .ceiling import read_flags
 from .cost import clock, estimate
 from .funnel import funnel_rows
+from .oracle import pilot_cells
+from .qa_check import qa_cells
 from .recipe import eval_tasks
 from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, pct, task_funnels,
                       tools_setting, verdict_blocks, verdict_text, with_ci)
@@ -86,6 +88,7 @@ def collect(cfg, out: Path) -> dict:
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
             "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
             "tries": earlier_tries(cfg.earlier_tries),
+            "pilot": _side_result(cfg.pilot_results), "qa_tool": _side_result(cfg.qa_check_results),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(cfg), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
             "paired 95% interval (method 10, Wilson-based, 1998)"}
@@ -152,6 +155,52 @@ def _training(out: Path) -> dict:
 
 
 # ---------------------------------------------------------------- report.md
+def _side_result(folder: str) -> dict | None:
+    """A side measurement's results.json (the ceiling pilot, the QA tool check), with where it lies;
+    ``{"missing": ...}`` when the recipe names a folder that holds none yet; None when it names none."""
+    if not folder:
+        return None
+    path = Path(folder) / "results.json"
+    return {**read_json(path), "folder": folder} if path.is_file() else {"missing": folder}
+
+
+def _pilot_blocks(p: Mapping | None) -> list[R.Block]:
+    """The ceiling pilot (issue 28): what each model does with the right passage in its prompt."""
+    if not p:
+        return []
+    head = [R.Block("h2", "Ceiling pilot: closed-book vs the right passage in the prompt")]
+    if p.get("missing"):
+        return head + [R.Block("p", f"Not run yet (no results.json in {p['missing']}); run "
+                                    f"python benchmarks/ceiling_pilot.py --out {p['missing']}.")]
+    header, rows = pilot_cells(p["rows"], p["forms"])
+    return head + [R.Block("p", f"Before annotation, each model answered the retrievable examples ({p['retrievable']}; "
+                                f"at most {p['limit']} per task) closed-book and with that passage in the prompt "
+                                f"({', '.join(p['forms'])}), with the evaluation's decoding; accuracy % with 95 % "
+                                f"Wilson intervals, the difference paired (Newcombe). Wall seconds per model: "
+                                f"{p['seconds']}. From {p['folder']}."),
+                   R.Block("table", header=header, rows=rows)]
+
+
+def _qa_tool_blocks(q: Mapping | None) -> list[R.Block]:
+    """The QA tool's own accuracy: right, wrong, abstained where it can know and where it cannot."""
+    if not q:
+        return []
+    head = [R.Block("h2", "The QA tool's own accuracy")]
+    if q.get("missing"):
+        return head + [R.Block("p", f"Not run yet (no results.json in {q['missing']}); run "
+                                    f"python benchmarks/qa_tool_check.py --out {q['missing']}.")]
+    out = list(head)
+    for name, a in q["answerers"].items():
+        g = a["goal"]
+        header, rows = qa_cells(a["rows"])
+        out += [R.Block("p", f"Retrieval {name} ({a['seconds_per_question']} s per question): pooled right on "
+                             f"retrievable questions {pct(g['right'])} % (goal ≥ 50: {'met' if g['right_met'] else 'not met'}), "
+                             f"wrong where abstaining is right {pct(g['wrong'])} % (goal ≤ 10: "
+                             f"{'met' if g['wrong_met'] else 'not met'}). From {q['folder']}."),
+                R.Block("table", header=header, rows=rows)]
+    return out
+
+
 def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
     """The endpoint the recipe fixed before the run, and whether it was met: the report's first words."""
     if not e:
@@ -206,11 +255,13 @@ def _probe_blocks(p: Mapping | None) -> list[R.Block]:
 
 
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
-    blocks = _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
+    blocks = _pilot_blocks(res.get("pilot"))
+    blocks += _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
     blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
-    blocks += _columns_blocks(res) + _funnel_blocks(res) + _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
+    blocks += _columns_blocks(res) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
+    blocks += _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
     m = res["machine"]
     blocks += [R.Block("h2", "Settings"), R.Block("code", res["command"]),

@@ -8,7 +8,7 @@ Traceback (most recent call last):
 toolformer_kit.registry.UnknownNameError: unknown task 'svamq'; did you mean 'svamp'? Known: ...
 """
 
-from . import lama, math, qa, temporal, text  # noqa: F401  (registration)
+from . import lama, math, qa, temporal, text, wikicloze  # noqa: F401  (registration)
 from .base import METRICS, TASKS, Example, Task, ToolPolicy, subset, task_list
 
 __all__ = ["METRICS", "TASKS", "Example", "Task", "ToolPolicy", "get_task", "subset", "task_list"]

@@ -1,0 +1,26 @@
+"""The search recipe v2 and its campaign (issue 28, items 4-5): what is fixed before the run."""
+
+from pathlib import Path
+
+from toolformer_kit.config import from_dict, load_config_file
+from toolformer_kit.evidence.campaign import CampaignConfig
+from toolformer_kit.evidence.recipe import load_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_v2_recipe_pre_registers_its_endpoint_on_the_retrievable_examples_and_the_cloze_set():
+    cfg = load_recipe("search-v2")
+    assert cfg.tools == ["WikiSearch", "QA"] and cfg.tau_f == 1.0 and cfg.cstar_dataset == "datasets/cstar-search"
+    assert cfg.ceiling and cfg.eval_subset == "retrievable" and "wiki-cloze" in cfg.tasks
+    assert cfg.endpoint_gain == 5 and not cfg.lama_search  # the paper's rule: no WikiSearch on LAMA, QA there
+    assert cfg.train_dev == "cstar" and not cfg.lora and cfg.results == "results/search"
+    assert cfg.earlier_tries == ["results/search-try0"]
+
+
+def test_the_campaign_banks_enough_calls_with_the_recipe_s_model():
+    camp = from_dict(CampaignConfig, load_config_file(ROOT / "configs" / "campaigns" / "search.yaml"))
+    recipe = load_recipe("search-v2")
+    assert camp.recipe == "search" and camp.tau_f == 1.0 and camp.target_calls >= 1000 and (camp.k, camp.m) == (5, 5)
+    assert camp.model == recipe.model  # one M samples, scores and is fine-tuned
+    assert camp.out == recipe.cstar_dataset and set(camp.tasks) == set(recipe.tasks)
