@@ -4,19 +4,18 @@ Per-tool thresholds default to each tool's own :class:`~toolformer_kit.tools.bas
 (the paper's: τs = 0.05, k = 5, m = 5, τf = 1.0; Calculator and MT: 0, 20, 10, 0.5); setting
 ``tau_s``/``k``/``m``/``tau_f`` here overrides them for every tool, and ``per_tool`` for one tool
 (it wins over both). ``call_cost`` (λ, nats) is not the paper's: 0 for every tool unless set.
+:mod:`.settings` resolves them, for annotation and for every later reader of a run alike.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..config import ConfigError
 from ..tools import BUILTIN
 from ..tools.base import AnnotationSettings
-
-TOOL_SETTINGS = {"tau_s": float, "k": int, "m": int, "tau_f": float, "call_cost": float}
+from .settings import parse_per_tool, resolve_run
 
 
 def _f(default, help_text, **kw):
@@ -84,31 +83,10 @@ class AnnotateConfig:
             raise ConfigError(f"call_cost must be >= 0 nats, got {self.call_cost}; 0 is the paper's rule")
 
 
-def parse_per_tool(items) -> dict[str, dict]:
-    """``TOOL.SETTING=VALUE`` entries → ``{tool: {setting: value}}`` (later entries win).
-
-    >>> parse_per_tool(["Calendar.tau_s=0", "Calculator.k=7"])
-    {'Calendar': {'tau_s': 0.0}, 'Calculator': {'k': 7}}
-    """
-    out: dict[str, dict] = {}
-    for item in items:
-        name, _, rest = item.partition(".")
-        key, eq, value = rest.partition("=")
-        if not eq or key not in TOOL_SETTINGS:
-            raise ConfigError(f"per-tool setting {item!r} must look like TOOL.SETTING=VALUE with SETTING one of "
-                              "tau_s, k, m, tau_f, call_cost (e.g. Calendar.tau_s=0)")
-        try:
-            out.setdefault(name, {})[key] = TOOL_SETTINGS[key](value)
-        except ValueError:
-            raise ConfigError(f"per-tool setting {item!r}: {value!r} is not a number") from None
-        if key == "call_cost" and out[name][key] < 0:
-            raise ConfigError(f"per-tool setting {item!r}: a call cost is >= 0 nats (0 is the paper's rule)")
-    return out
-
-
 def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
-    """The tool's own settings, then the run-wide overrides, then its ``per_tool`` ones: resolved
-    once per run (:func:`~.build.resolve_tools`), before any model loads.
+    """The tool's settings in this run (:func:`~.settings.resolve_run`: its ``per_tool`` entry, the
+    run-wide fields, its own): resolved once per run (:func:`~.build.resolve_tools`), before any
+    model loads.
 
     >>> from toolformer_kit.tools.base import Tool
     >>> t = Tool("Calendar", str, "", [("a", "b")])
@@ -117,8 +95,7 @@ def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
     >>> tool_settings(AnnotateConfig(call_cost=0.5, per_tool=["Calendar.call_cost=2"]), t).call_cost
     2.0
     """
-    run_wide = {k: getattr(cfg, k) for k in TOOL_SETTINGS if getattr(cfg, k) is not None}
-    return dataclasses.replace(tool.settings, **{**run_wide, **parse_per_tool(cfg.per_tool).get(tool.name, {})})
+    return resolve_run(tool, vars(cfg))
 
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs

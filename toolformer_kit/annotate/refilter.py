@@ -14,29 +14,46 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..config import ConfigError
 from ..files import write_atomic
+from ..tools.base import AnnotationSettings
 from .document import Document
 from .filter import is_kept
 from .merge import build_corpus
 from .records import Candidate, read_jsonl
+from .settings import resolve
 
 PerTool = float | Mapping[str, float]
 MARKER = "refilter.json"
 
 
-def _of(value: PerTool, tool: str, default: float | None = None) -> float:
-    """A number for every tool, or one per tool (a tool missing from the mapping: ``default``)."""
-    if isinstance(value, Mapping):
-        if tool in value:
-            return float(value[tool])
-        if default is None:
-            raise ConfigError(f"no value for tool {tool!r} in {dict(value)}; give one for every tool annotated")
-        return default
-    return float(value)
+# What a re-filter knows of a tool besides the values it is given: no τf (each tool needs one), λ 0.
+_UNGIVEN = AnnotationSettings(tau_f=math.nan)
+
+
+def _layers(tool: str, **values: PerTool) -> tuple[dict, dict]:
+    """(this tool's layer, every tool's layer): a mapping names one value per tool, a number one
+    for every tool."""
+    mine = {k: v[tool] for k, v in values.items() if isinstance(v, Mapping) and tool in v}
+    every = {k: v for k, v in values.items() if not isinstance(v, Mapping)}
+    return mine, every
+
+
+def thresholds(tool: str, tau_f: PerTool, call_cost: PerTool = 0.0) -> AnnotationSettings:
+    """The τf and λ ``tool``'s candidates are re-decided at (:func:`~.settings.resolve`; the other
+    parameters are no re-filter's business).
+
+    >>> thresholds("QA", {"QA": 2, "MT": 0.5}, 0.25).tau_f, thresholds("MT", 1.0, {"QA": 2}).call_cost
+    (2.0, 0.0)
+    """
+    s = resolve(_UNGIVEN, None, *_layers(tool, tau_f=tau_f, call_cost=call_cost))
+    if math.isnan(s.tau_f):
+        raise ConfigError(f"no value for tool {tool!r} in {tau_f}; give one for every tool annotated")
+    return dataclasses.replace(s, tau_f=float(s.tau_f), call_cost=float(s.call_cost))
 
 
 def redecide(candidates: Sequence[Candidate], tau_f: PerTool, call_cost: PerTool = 0.0) -> list[Candidate]:
@@ -48,7 +65,8 @@ def redecide(candidates: Sequence[Candidate], tau_f: PerTool, call_cost: PerTool
     >>> cs[0].kept  # the stored records are left as they were
     False
     """
-    return [dataclasses.replace(c, kept=is_kept(c.score, _of(tau_f, c.tool), _of(call_cost, c.tool, 0.0)))
+    at = {tool: thresholds(tool, tau_f, call_cost) for tool in {c.tool for c in candidates}}
+    return [dataclasses.replace(c, kept=is_kept(c.score, at[c.tool].tau_f, at[c.tool].call_cost))
             for c in candidates]
 
 

@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from ..annotate.settings import resolve
     from ..lm.base import load_lm
     from ..tools import get_tool
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     lm = load_lm(args.model)
     text = " " + args.text.strip()
     (res,) = lm.call_start_logprobs(tool.prompt_prefix(), [text], contexts=[tool.prompt_context(args.text.strip())])
-    tau = tool.settings.tau_s if args.tau_s is None else args.tau_s
+    tau = resolve(tool.settings, explicit={"tau_s": args.tau_s}).tau_s
     pieces = []
     for i, tid in enumerate(res.token_ids):
         tok = lm.decode([tid])

@@ -15,7 +15,9 @@ import logging
 import time
 from typing import Mapping, Sequence
 
+from ..annotate.settings import resolve
 from ..lm.base import bf16_pays
+from ..tools import get_tool
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,6 @@ BF16_SHARE = {"annotate": 0.15, "train": 0.5,
 # Windows of ≤ 128 tokens per document, measured on the corpora (SmolLM2's tokenizer): a GSM8K
 # problem with its solution is ~2 windows, a Wikipedia lead summary ~1.33.
 WINDOWS_PER_DOC = {"gsm8k": 2.0, "wiki": 1.33}
-PAPER_SAMPLES = {"Calculator": (20, 10), "Calendar": (5, 5), "WikiSearch": (5, 5), "QA": (5, 5), "MT": (20, 10)}
 SCORED_SHARE = 0.63  # sampled calls that parse and run, and so are scored (15 of 24 in the math smoke run)
 MATH_TASKS = {"svamp", "asdiv", "mawps"}
 SMALL_TASKS = {"lama-google-re": 114, "lama-squad": 59,  # examples that pass the LAMA filter on the shared copies
@@ -89,12 +90,13 @@ def _rates(model: str) -> dict:
 
 
 def annotate_seconds(cfg, r: Mapping) -> float:
-    """Documents × windows × (positions + k·m samples and their scoring), per tool."""
+    """Documents × windows × (positions + k·m samples and their scoring), per tool, at the k and m
+    annotation will use (:func:`~toolformer_kit.annotate.settings.resolve`)."""
     windows = cfg.docs * WINDOWS_PER_DOC.get(cfg.corpus, 1.5)
     total = 0.0
     for tool in cfg.tools:
-        k, m = PAPER_SAMPLES.get(tool, (5, 5))
-        samples = (cfg.k or k) * (cfg.m or m)
+        s = resolve(get_tool(tool).settings, every={"k": cfg.k or None, "m": cfg.m or None})
+        samples = s.k * s.m
         total += windows * (r["positions"] + samples * (r["sample"] + SCORED_SHARE * r["score"]))
     return total
 

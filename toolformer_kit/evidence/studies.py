@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..annotate.settings import resolve_run
 from ..config import ConfigError, from_dict, load_config_file, to_dict
 from ..files import write_atomic
+from ..tools import get_tool
 from . import run as X
 from .cost import EVAL_RUNS, Progress, clock, estimate
 from . import report_study
@@ -156,15 +158,20 @@ def _file(path: Path) -> Callable[[], bool]:
 
 
 def thresholds(study: StudyConfig, cfg: ExperimentConfig, value: float) -> tuple[dict, dict]:
-    """(τf, λ) per tool for one swept value."""
-    if study.name == "tau":
-        return {t: value for t in cfg.tools}, {t: 0.0 for t in cfg.tools}
-    tau = study.tau_f if study.tau_f is not None else cfg.tau_f
-    if tau is None:
-        from ..tools import get_tool
+    """(τf, λ) per tool for one swept value: the value, and the cost study's ``--tau-f``, are
+    explicit; every other parameter is what the annotation of ``cfg`` resolved
+    (:func:`~toolformer_kit.annotate.settings.resolve_run`: per-tool overrides, the recipe's
+    values, each tool's paper setting).
 
-        return {t: get_tool(t).settings.tau_f for t in cfg.tools}, {t: value for t in cfg.tools}
-    return {t: tau for t in cfg.tools}, {t: value for t in cfg.tools}
+    >>> cfg = ExperimentConfig(name="t", tools=["Calculator", "QA"])
+    >>> thresholds(StudyConfig(name="cost"), cfg, 0.5)
+    ({'Calculator': 0.5, 'QA': 1.0}, {'Calculator': 0.5, 'QA': 0.5})
+    >>> thresholds(StudyConfig(name="tau"), cfg, 2.0)
+    ({'Calculator': 2.0, 'QA': 2.0}, {'Calculator': 0.0, 'QA': 0.0})
+    """
+    explicit = {"tau_f": value, "call_cost": 0.0} if study.name == "tau" else {"tau_f": study.tau_f, "call_cost": value}
+    settings = {t: resolve_run(get_tool(t), to_dict(cfg), explicit) for t in cfg.tools}
+    return {t: s.tau_f for t, s in settings.items()}, {t: s.call_cost for t, s in settings.items()}
 
 
 def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:

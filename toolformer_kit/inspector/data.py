@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..annotate.filter import is_kept
+from ..annotate.settings import resolve_run
 from ..files import read_json
 from ..tools import BUILTIN, TOOLS, get_tool
 
@@ -94,22 +95,27 @@ def load_annotation(folder: Path, data: InspectData) -> None:
     if (folder / "summary.json").is_file():
         summary = read_json(folder / "summary.json")
         data.summaries.append({"source": str(folder), **summary})
-    data.tau_f.update(run_tau_f(summary, {c["tool"] for c in cands}))
+    made = read_json(folder / "manifest.json").get("settings", {}) if (folder / "manifest.json").is_file() else {}
+    data.tau_f.update(run_tau_f(summary, {c["tool"] for c in cands}, made))
 
 
-def run_tau_f(summary: dict, tools: set[str]) -> dict[str, float]:
+def run_tau_f(summary: dict, tools: set[str], settings: dict | None = None) -> dict[str, float]:
     """Each tool's τf in a run: as its summary records it, else (a run written before summaries
-    did) the tool's own setting; a tool that is not registered here gets none.
+    did) resolved from the ``settings`` its manifest records, as annotation resolved it
+    (:func:`~toolformer_kit.annotate.settings.resolve_run`: per-tool override, run-wide τf, the
+    tool's own); a tool that is not registered here gets none.
 
     >>> run_tau_f({"tau_f": {"QA": 2.0}}, {"QA", "Calculator", "Nope"})
     {'Calculator': 0.5, 'QA': 2.0}
+    >>> run_tau_f({}, {"QA", "Calculator"}, {"tau_f": 2.0, "per_tool": ["Calculator.tau_f=0.25"]})
+    {'Calculator': 0.25, 'QA': 2.0}
     """
     out = {}
     for name in sorted(tools):
         if name in summary.get("tau_f", {}):
             out[name] = summary["tau_f"][name]
         elif name in TOOLS or name in BUILTIN:
-            out[name] = get_tool(name).settings.tau_f
+            out[name] = resolve_run(get_tool(name), settings or {}).tau_f
     return out
 
 
