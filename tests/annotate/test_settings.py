@@ -16,7 +16,7 @@ from toolformer_kit.evidence.recipe import ExperimentConfig
 from toolformer_kit.evidence.studies import StudyConfig, thresholds
 from toolformer_kit.inspector.data import load
 from toolformer_kit.tools import get_tool
-from toolformer_kit.tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT
+from toolformer_kit.tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT, AnnotationSettings
 
 from .fakes import FakeEngine, FakeLM, calculator_tool
 from .test_runner import TEXTS
@@ -29,7 +29,7 @@ def test_explicit_beats_per_tool_beats_run_wide_beats_the_papers():
     assert resolve(PAPER_DEFAULT, explicit={"tau_f": 0.0}, per_tool={"tau_f": 0.25}, every={"tau_f": 2.0}).tau_f == 0.0
     # None leaves a parameter to the next layer: an unset config field is no override
     assert resolve(PAPER_CALCULATOR_MT, explicit={"k": None}, every={"k": None, "m": 3}) == \
-        PAPER_CALCULATOR_MT.__class__(tau_s=0.0, k=20, m=3, tau_f=0.5)
+        AnnotationSettings(tau_s=0.0, k=20, m=3, tau_f=0.5)
 
 
 @pytest.mark.parametrize("run_wide, per_tool", [(None, []), (2.0, []), (2.0, ["Calculator.tau_f=0.25"]),
