@@ -366,9 +366,9 @@ def test_a_tau_study_end_to_end_on_the_fake_lm(tmp_path, monkeypatch):
         for label, model, settings in runs:
             summary = Path(model, "train_summary.json")
             calls = json.loads(summary.read_text())["calls_seen"] if label == "toolformer" else 0
-            for setting in settings:
-                on = setting != "disabled"
-                _records(out, label, setting, "svamp", [i < 5 + (calls if on else 0) for i in range(30)], on)
+            for setting in settings:  # typed settings (eval/setting.py), written under their folder names
+                on = not setting.disabled
+                _records(out, label, setting.name, "svamp", [i < 5 + (calls if on else 0) for i in range(30)], on)
 
     monkeypatch.setattr(X, "stage_models", lambda cfg, out: None)
     monkeypatch.setattr(X, "stage_corpus", corpus)

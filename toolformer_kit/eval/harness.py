@@ -6,8 +6,9 @@ Layout under ``out``::
     <model>/<setting>/<task>/run.json         what the records were made with (checked on resume)
     summary.json, table.md                    every run found under ``out``, recomputed each time
 
-A setting is ``disabled`` (the call-open token is masked: the paper's "(disabled)" rows) or ``kN``
-(a call opens when " [" is among the top N next tokens; the paper uses k = 10 and sweeps 1, 3, 10).
+A setting (:class:`~.setting.Setting`) is ``disabled`` (the call-open token is masked: the paper's
+"(disabled)" rows) or ``kN`` (a call opens when " [" is among the top N next tokens; the paper uses
+k = 10 and sweeps 1, 3, 10), optionally ``kN+arrow``.
 
 **Batches.** ``batch_size`` prompts decode together; the decoder refills a finished row's slot
 with the next prompt, so each generate call is given :data:`CHUNK` batches' worth of prompts (the
@@ -27,9 +28,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -42,6 +42,7 @@ from ..decode.config import DecodeConfig
 from ..tools.base import MAX_RESULT_CHARS
 from .records import RECORDS, records_for_append
 from .report import summarize_run
+from .setting import Setting
 from .tasks import Example, Task, subset
 
 log = logging.getLogger(__name__)
@@ -58,41 +59,6 @@ CHUNK = 4  # batches of prompts per generate call (and per append to examples.js
 
 class ResumeError(ConfigError):
     """An output folder holds records made with other settings."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    """How calls are decoded for one run: masked entirely, or opened on top-k; ``+arrow`` also
-    forces "->" once a call's input is closed (:class:`~toolformer_kit.decode.DecodeConfig`'s
-    ``force_arrow``; a deviation from the paper, reported as its own setting).
-
-    >>> Setting.parse("k3"), Setting.parse("disabled").name, Setting.parse("tools", k=10).name
-    (Setting(name='k3', k=3, disabled=False, force_arrow=False), 'disabled', 'k10')
-    >>> Setting.parse("tools+arrow", k=10), Setting.parse("k5+arrow").name
-    (Setting(name='k10+arrow', k=10, disabled=False, force_arrow=True), 'k5+arrow')
-    """
-
-    name: str
-    k: int = 10
-    disabled: bool = False
-    force_arrow: bool = False
-
-    @classmethod
-    def parse(cls, text: str, k: int = 10) -> "Setting":
-        text = text.strip().lower()
-        base, plus, extra = text.partition("+")
-        if plus and extra == "arrow" and base not in ("disabled", "off", "none"):
-            inner = cls.parse(base, k)
-            return cls(f"{inner.name}+arrow", inner.k, False, True)
-        if text in ("disabled", "off", "none"):
-            return cls("disabled", 0, True)
-        if text in ("tools", "on", "enabled"):
-            return cls(f"k{k}", k)
-        m = re.fullmatch(r"k(\d+)", text)
-        if not m:
-            raise ValueError(f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10, "
-                             f"each of the last two optionally with '+arrow' (k10+arrow)")
-        return cls(text, int(m.group(1)))
 
 
 def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[str] = ("\n",)):

@@ -10,10 +10,11 @@ from pathlib import Path
 from ..config import ConfigError
 from ..lm.base import BACKENDS, load_lm, set_threads
 from .config import EvalConfig, load_tools, parse_model, resolve_data_dir
-from .harness import Setting, decoder_generate, evaluate
+from .harness import decoder_generate, evaluate
 from .records import RECORDS
 from .perplexity import run_perplexity
 from .report import write_report
+from .setting import DISABLED, Setting
 from .tasks import get_task, subset
 from .tasks.text import load_corpus
 
@@ -21,11 +22,11 @@ log = logging.getLogger(__name__)
 
 
 def settings_for(cfg: EvalConfig) -> list[Setting]:
-    names = list(cfg.settings) + (["k1", "k3", "k10"] if cfg.k_sweep else [])
     try:
-        settings = [Setting.parse(n, cfg.k) for n in names]
+        settings = [Setting.parse(n, cfg.k) for n in cfg.settings]
     except ValueError as exc:
         raise ConfigError(f"--settings: {exc}") from None
+    settings += [Setting(k) for k in (1, 3, 10)] if cfg.k_sweep else []
     return list({s.name: s for s in settings}.values())
 
 
@@ -57,7 +58,7 @@ def run_eval(cfg: EvalConfig) -> list[dict]:
     tasks = [get_task(t) for t in cfg.tasks]
     data_dir = resolve_data_dir(cfg)
     runs = [(*parse_model(m), settings_for(cfg)) for m in cfg.model]
-    runs += [(*parse_model(m), [Setting.parse("disabled")]) for m in cfg.baselines]
+    runs += [(*parse_model(m), [DISABLED]) for m in cfg.baselines]
     needs_tools = any(not s.disabled for _, _, settings in runs for s in settings)
     tools = load_tools(cfg.tools) if needs_tools else {}
     for label, model, settings in runs:

@@ -34,8 +34,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..calls import ToolCall, format_call, strip_calls
 from ..config import ConfigError
-from ..eval.harness import GenerateFn, Setting, decode_config
+from ..eval.harness import GenerateFn, decode_config
 from ..eval.metrics import newcombe_paired_diff, wilson_ci
+from ..eval.setting import DISABLED
 from ..eval.tasks import Example, Task, get_task, subset
 from ..files import write_atomic
 from .ceiling import question_of, retrievable
@@ -128,7 +129,7 @@ def answer_items(task: Task, items: Sequence[PilotItem], generate: GenerateFn, f
                  seed: int = 0) -> list[dict]:
     """One record per item: the closed-book and each oracle form's prediction and whether it is right.
     Calls are masked in every column (the oracle's call is already written in the prompt)."""
-    config = decode_config(task, Setting.parse("disabled"), seed)
+    config = decode_config(task, DISABLED, seed)
     columns = {CLOSED: [i.example.prompt for i in items]}
     columns.update({form: [oracle_prompt(i, form) for i in items] for form in forms})
     predictions = {}

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import blocks as R
 from ..config import to_dict
+from ..eval.setting import Setting
 from ..files import read_json, write_atomic
 from . import paper, results
 from .cost import clock
@@ -222,10 +223,12 @@ def collect_scale(study, n: int, seed: int) -> dict:
         for recipe in study.recipes:
             sub = Path(study.out) / f"{recipe}-{model}"
             cfg = recipe_config(study, recipe, sub, model)
-            on = tools_setting(sub / "eval", prefer=f"k{cfg.k_eval}")
-            c_star = c_star_size(sub)
-            for setting, into in ((on, rows), (f"{on}+arrow", forced_rows)):
-                if not on or not (sub / "eval" / LABEL / setting).is_dir():
+            found = tools_setting(sub / "eval", prefer=Setting(cfg.k_eval))
+            if found is None:
+                continue
+            on, c_star = found.name, c_star_size(sub)
+            for setting, into in ((on, rows), (found.arrow().name, forced_rows)):
+                if not (sub / "eval" / LABEL / setting).is_dir():
                     continue
                 for fam, stats in families_of(sub / "eval", cfg.tasks, LABEL, setting, "disabled", n, seed).items():
                     extra = {} if setting == on else {"changed_by_arrow": changed_outputs(
@@ -278,7 +281,8 @@ def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> 
             v = base / value_label(study, value)
             marker = v / "annotate" / "refilter.json"
             info = read_json(marker) if marker.is_file() else {}
-            on = tools_setting(v / "eval", prefer=f"k{cfg.k_eval}")
+            found = tools_setting(v / "eval", prefer=Setting(cfg.k_eval))
+            on = found.name if found else None
             recs = [r for t in cfg.tasks for r in (load_records(v / "eval", LABEL, on, t) if on else [])]
             ran += recs
             train = v / "train-tools" / "train_summary.json"

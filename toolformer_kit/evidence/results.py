@@ -23,6 +23,7 @@ from .. import blocks as R
 from ..eval.probe import WELL_FORMED
 from ..eval.metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
 from ..eval.records import RECORDS, read_records
+from ..eval.setting import Setting
 from ..lm.base import matmul_gflops
 from .funnel import USEFUL, funnel, search_useful, weakest_step
 
@@ -138,9 +139,20 @@ def load_records(eval_folder: Path, label: str, setting: str, task: str) -> list
     return read_records(eval_folder / label / setting / task / RECORDS)
 
 
-def tools_setting(eval_folder: Path, label: str = LABEL, prefer: str = "k10") -> str | None:
-    """The setting with calls on (``kN``) that ``label`` was evaluated under."""
-    found = sorted(p.name for p in (eval_folder / label).glob("k*") if p.is_dir())
+def _setting_of(folder: Path) -> Setting | None:
+    """The setting a run folder holds, from its name (None for a folder no evaluation named)."""
+    try:
+        return Setting.parse(folder.name) if folder.is_dir() else None
+    except ValueError:
+        return None
+
+
+def tools_setting(eval_folder: Path, label: str = LABEL, prefer: Setting = Setting(10)) -> Setting | None:
+    """The setting with calls on and the paper's decoding (``kN``, not ``kN+arrow``) that ``label``
+    was evaluated under: ``prefer`` when it was, else the first by name. The run folders are the
+    one place a report reads setting names back."""
+    found = sorted((s for s in map(_setting_of, (eval_folder / label).glob("k*")) if s and not s.force_arrow),
+                   key=lambda s: s.name)
     return prefer if prefer in found else (found[0] if found else None)
 
 
@@ -295,7 +307,7 @@ def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int =
     """The pipeline report's opening: the same verdict table over its eval folder, and what the
     run's C* size (calls, texts) lets it say."""
     on = tools_setting(eval_folder)
-    rows = headline_rows(eval_folder, tasks, on, n_resamples, seed) if on else []
+    rows = headline_rows(eval_folder, tasks, on.name, n_resamples, seed) if on else []
     helped = [r["task"] for r in rows if not r.get("pooled") and r["all"]["diff_ci95"] and r["all"]["diff_ci95"][0] > 0]
     text = (f"Tools help, with the paired interval above 0, on: {', '.join(helped)}." if helped else
             "On no task is the paired difference (tools − disabled) clearly above 0.") if rows else ""

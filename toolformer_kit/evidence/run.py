@@ -26,8 +26,9 @@ from ..annotate.runner import Runner
 from ..annotate.sources import _load_wiki
 from ..config import ConfigError, from_dict, to_dict
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
-from ..eval.harness import Setting, decoder_generate, evaluate
+from ..eval.harness import decoder_generate, evaluate
 from ..eval.report import write_report
+from ..eval.setting import DISABLED, Setting
 from ..eval.tasks import subset
 from ..files import write_atomic
 from ..lm.base import load_lm, set_threads
@@ -279,15 +280,16 @@ def retrievable_only(task, flags: dict[str, bool]):
     return dataclasses.replace(task, loader=lambda d: [e for e in loader(d) if flags.get(e.id)])
 
 
-def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[str]]]:
+def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[Setting]]]:
     """(label, model, settings): the paper's four columns (the tool-trained model's alone without
     ``references``)."""
-    tools = [f"k{cfg.k_eval}", "disabled"] + ([f"k{cfg.k_eval}+arrow"] if cfg.eval_force_arrow else [])
-    refs = [("base", cfg.model, ["disabled"]), ("cc", str(out / "train-cc"), ["disabled"])] if cfg.references else []
+    on = Setting(cfg.k_eval)
+    tools = [on, DISABLED] + ([on.arrow()] if cfg.eval_force_arrow else [])
+    refs = [("base", cfg.model, [DISABLED]), ("cc", str(out / "train-cc"), [DISABLED])] if cfg.references else []
     return refs + [("toolformer", str(out / "train-tools"), tools)]
 
 
-def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[str]]] | None = None) -> Path:
+def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[Setting]]] | None = None) -> Path:
     """Evaluate ``runs`` (default: the paper's four columns, :func:`model_runs`) into ``out/eval``."""
     folder = out / "eval"
     tools = {name: get_tool(name) for name in cfg.tools}
@@ -297,7 +299,7 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
     for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
         info = {"model": model, "lama_search": cfg.lama_search}
-        evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, [Setting.parse(s, cfg.k_eval) for s in settings],
+        evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, settings,
                  data_dir(cfg), folder, tools=tools, limit=cfg.eval_limit, batch_size=cfg.eval_batch,
                  seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
         del lm

@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from ..annotate.settings import resolve_run
 from ..config import ConfigError, from_dict, load_config_file, to_dict
+from ..eval.setting import DISABLED, Setting
 from ..files import write_atomic
 from ..tools import get_tool
 from . import run as X
@@ -218,8 +219,8 @@ def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Ste
         steps.append(Step(f"{recipe}: train (+CC)", train, _file(base / "train-cc/train_summary.json"),
                           lambda cfg=cfg, b=base: X.stage_train(cfg, b, plain=True), est["train (+CC)"]))
         steps.append(Step(f"{recipe}: evaluate base, +CC", None, _never,
-                          lambda cfg=cfg, b=base: X.stage_eval(cfg, b, [("base", cfg.model, ["disabled"]),
-                                                                        ("cc", str(b / "train-cc"), ["disabled"])]),
+                          lambda cfg=cfg, b=base: X.stage_eval(cfg, b, [("base", cfg.model, [DISABLED]),
+                                                                        ("cc", str(b / "train-cc"), [DISABLED])]),
                           2 * per_eval, strict=False))
         for value in study.values:
             v = base / value_label(study, value)
@@ -291,7 +292,7 @@ def train_value(cfg: ExperimentConfig, folder: Path) -> None:
 def evaluate_value(cfg: ExperimentConfig, folder: Path) -> None:
     if (folder / "train-tools" / EMPTY).is_file():
         return
-    X.stage_eval(cfg, folder, [(LABEL, str(folder / "train-tools"), [f"k{cfg.k_eval}", "disabled"])])
+    X.stage_eval(cfg, folder, [(LABEL, str(folder / "train-tools"), [Setting(cfg.k_eval), DISABLED])])
 
 
 def plan(study: StudyConfig, command: str = "", latency=None) -> list[Step]:

@@ -17,6 +17,7 @@ from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
 from ..config import to_dict
 from ..eval.report import _bars
+from ..eval.setting import Setting
 from ..files import read_json, write_atomic
 from . import results
 from .ceiling import read_flags
@@ -69,7 +70,8 @@ def tool_of(cfg) -> dict[str, str]:
 def collect(cfg, out: Path) -> dict:
     """Everything results.json holds, recomputed from the run folder."""
     folder = out / "eval"
-    on = tools_setting(folder, prefer=f"k{cfg.k_eval}") or f"k{cfg.k_eval}"
+    setting = tools_setting(folder, prefer=Setting(cfg.k_eval)) or Setting(cfg.k_eval)
+    on, forced = setting.name, setting.arrow().name
     flags = {t: {i for i, v in read_flags(out / "ceiling" / f"{t}.jsonl").items() if v} for t in cfg.tasks} \
         if cfg.ceiling else None
     main = _verdict_of(cfg, folder, on, flags)
@@ -78,7 +80,7 @@ def collect(cfg, out: Path) -> dict:
     if cfg.endpoint_gain or cfg.endpoint_well_formed:
         recs = [r for t in cfg.tasks for r in results.load_records(folder, LABEL, on, t)]
         endpoint = results.endpoint_check(rows, recs, cfg.endpoint_gain, cfg.endpoint_well_formed)
-    arrow = _verdict_of(cfg, folder, f"{on}+arrow", flags) if (folder / LABEL / f"{on}+arrow").is_dir() else {}
+    arrow = _verdict_of(cfg, folder, forced, flags) if (folder / LABEL / forced).is_dir() else {}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "endpoint": endpoint, "probe": read_json(out / "probe.json") if (out / "probe.json").is_file()

@@ -1,0 +1,43 @@
+"""Decoding settings are typed values (eval/setting.py): the fields travel, the folder names stay
+what earlier runs were written under."""
+
+import pytest
+
+from toolformer_kit.eval.harness import decode_config
+from toolformer_kit.eval.setting import DISABLED, Setting
+from toolformer_kit.eval.tasks import get_task
+from toolformer_kit.evidence.results import tools_setting
+
+ON_DISK = ["disabled", "k1", "k3", "k10", "k10+arrow", "k3+arrow"]
+
+
+@pytest.mark.parametrize("name", ON_DISK)
+def test_every_folder_name_reads_back_to_itself(name):
+    assert Setting.parse(name).name == name
+
+
+def test_the_fields_reach_the_decoder_unparsed():
+    svamp = get_task("svamp")
+    forced = decode_config(svamp, Setting(10).arrow())
+    assert (forced.k, forced.force_arrow, forced.disabled) == (10, True, False)
+    off = decode_config(svamp, DISABLED)
+    assert off.disabled and not off.force_arrow
+    # the paper's zero-shot decoding: greedy, at most one call, a call opens on the top k
+    paper = decode_config(svamp, Setting(10))
+    assert (paper.temperature, paper.max_calls, paper.k, paper.force_arrow) == (0.0, 1, 10, False)
+
+
+def test_a_disabled_setting_cannot_force_an_arrow():
+    with pytest.raises(ValueError, match="opens no call"):
+        Setting(0, disabled=True, force_arrow=True)
+    with pytest.raises(ValueError, match="unknown setting"):
+        Setting.parse("disabled+arrow")
+
+
+def test_the_report_finds_the_paper_s_decoding_not_the_forced_arrow(tmp_path):
+    for name in ("k10+arrow", "k3", "kinds", "disabled"):
+        (tmp_path / "toolformer" / name).mkdir(parents=True)
+    assert tools_setting(tmp_path, prefer=Setting(10)) == Setting(3)  # k10 itself was not run
+    (tmp_path / "toolformer" / "k10").mkdir()
+    assert tools_setting(tmp_path, prefer=Setting(10)) == Setting(10)
+    assert tools_setting(tmp_path / "nowhere") is None
