@@ -298,8 +298,9 @@ def scale_note(calls: int | None, texts: int | None) -> str:
         return ""
     return (f"This run is smoke-sized: its C* holds {calls} calls in {texts} texts, too few for the effect of "
             "tool use to show (the paper's C* per tool holds thousands); it checks that every stage runs. "
-            "The evidence about the effect is in results/math and results/search, built from the datasets in "
-            "datasets/ (datasets/cstar-math: the Calculator C* at the paper's settings).")
+            "The evidence about the effect is in results/math (the Calculator, learned from datasets/cstar-math, "
+            "the Calculator C* at the paper's settings) and, for search, results/search-try0 (null) until the "
+            "search-v2 recipe has run.")
 
 
 def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int = 1000, seed: int = 0,
