@@ -285,17 +285,24 @@ def check_resume(cfg: TrainConfig, out: Path) -> None:
     """A checkpoint is continued only by the run that made it: other data, learning rate or step
     count would train on from a state those settings never made (and the card would state them).
     Refused with the settings that differ; the identity is written the first time."""
+    keys = resume_differs(cfg, out)
+    if keys:
+        raise ConfigError(f"{out} holds checkpoints of a run with other {', '.join(keys)}; resuming would continue "
+                          "it under these settings: pass another --out, or --no-resume to start over there")
+    write_atomic(out / RUN_FILE, json.dumps(run_identity(cfg), indent=1))
+
+
+def resume_differs(cfg: TrainConfig, out: Path) -> list[str]:
+    """What differs between ``cfg`` and the run whose checkpoints ``out`` holds (none: [], and
+    nothing to resume: []). Reads only, so a caller can refuse before it writes anything."""
     path = out / RUN_FILE
+    if not (path.is_file() and (out / CHECKPOINTS).is_dir()):
+        return []
     mine = run_identity(cfg)
-    if path.is_file() and (out / CHECKPOINTS).is_dir():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        keys = sorted({k for k in set(old["settings"]) | set(mine["settings"])
-                       if old["settings"].get(k) != mine["settings"].get(k)}
-                      | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
-        if keys:
-            raise ConfigError(f"{out} holds checkpoints of a run with other {', '.join(keys)}; resuming would continue "
-                              "it under these settings: pass another --out, or --no-resume to start over there")
-    write_atomic(path, json.dumps(mine, indent=1))
+    old = json.loads(path.read_text(encoding="utf-8"))
+    return sorted({k for k in set(old["settings"]) | set(mine["settings"])
+                   if old["settings"].get(k) != mine["settings"].get(k)}
+                  | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
 
 
 def _last_checkpoint(out: Path, resume: bool) -> str | None:
