@@ -177,7 +177,7 @@ class Runner:
         docs, split = self._documents(lm, report)
         self._prepare_out(docs)
         if (self.out / "manifest.json").exists():
-            damaged = self._damaged_outputs()
+            damaged = self.damaged_outputs()
             if not damaged:
                 log.info("%s is already complete; nothing to do", self.out)
                 return json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
@@ -196,7 +196,7 @@ class Runner:
         candidates = [c for n in range(len(shards)) for c in R.read_jsonl(self._shard(n))]
         return self._finish(docs, candidates, len(shards), report, split, done, time.perf_counter() - t0)
 
-    def _damaged_outputs(self) -> list[str]:
+    def damaged_outputs(self) -> list[str]:
         """The final files that differ from what manifest.json recorded (a damaged manifest: all)."""
         try:
             files = json.loads((self.out / "manifest.json").read_text(encoding="utf-8"))["files"]

@@ -28,13 +28,14 @@ from ..config import ConfigError, from_dict, to_dict
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
 from ..eval.harness import Setting, decoder_generate, evaluate
 from ..eval.report import write_report
+from ..eval.run import model_identity
 from ..eval.tasks import subset
 from ..files import read_json, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..lm.embedded import EMBEDDED, pull
 from ..tools import get_tool
 from ..train import run_training
-from ..train.trainer import resume_differs
+from ..train.trainer import resume_differs, weights_problem
 from ..train.config import TrainConfig
 from .ceiling import bm25_search, ceiling_flags, write_flags
 from .corpora import asked_about, evaluated_text, gsm8k_corpus, wiki_corpus
@@ -295,7 +296,8 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
     tasks = eval_tasks(cfg)
     for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
-        info = {"model": model, "lama_search": cfg.lama_search}
+        # model_id: the same model wherever the run folder lies (a copied or moved run resumes)
+        info = {"model": model, "model_id": model_identity(model), "lama_search": cfg.lama_search}
         evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, [Setting.parse(s, cfg.k_eval) for s in settings],
                  data_dir(cfg), folder, tools=tools, limit=cfg.eval_limit, batch_size=cfg.eval_batch,
                  seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
@@ -312,9 +314,20 @@ def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
 def _complete(cfg: ExperimentConfig, out: Path) -> dict[str, Callable[[], bool]]:
     """What on disk says each stage is finished (the stage's own marker, written last)."""
     return {"corpus": lambda: (out / "corpus" / "train.jsonl").is_file(),
-            "annotate": lambda: (out / "annotate" / "manifest.json").is_file(),
+            "annotate": lambda: _annotated(cfg, out),
             "train (tools)": lambda: (out / "train-tools" / "train_summary.json").is_file(),
             "train (+CC)": lambda: (out / "train-cc" / "train_summary.json").is_file()}
+
+
+def _annotated(cfg: ExperimentConfig, out: Path) -> bool:
+    """The annotation is finished and its outputs are what its manifest recorded. One whose C*,
+    summary or candidates were cut off or edited counts as unfinished, so the stage runs again and
+    the runner rebuilds them from the shards (a traceback or a C* cut short otherwise)."""
+    if not (out / "annotate" / "manifest.json").is_file():
+        return False
+    if cfg.cstar_dataset:
+        return True
+    return not Runner(annotate_config(cfg, out)).damaged_outputs()  # the runner says which when it rebuilds
 
 
 def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:
@@ -382,6 +395,22 @@ def check_unfinished(cfg: ExperimentConfig, out: Path, complete) -> None:
                               f"or delete {folder} to train anew")
 
 
+def check_finished(cfg: ExperimentConfig, out: Path, complete) -> None:
+    """A finished fine-tuning run whose summary or weights were cut off or edited would be skipped
+    and then fail the probe, the evaluation or the report: one error naming the file and the fix,
+    before anything runs. (A damaged annotation output is rebuilt from its shards instead: see
+    ``_complete``.)"""
+    for stage, plain in (("train (tools)", False), ("train (+CC)", True)):
+        folder = train_folder(out, plain)
+        if not complete[stage]():
+            continue
+        fix = f"delete {folder} to fine-tune it again (the rest of the run is kept)"
+        read_json(folder / "train_summary.json", fix)
+        problem = weights_problem(folder)
+        if problem:
+            raise ConfigError(f"{folder} is damaged: {problem} (cut off or edited?); {fix}")
+
+
 def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
     """Every refusal that can be decided from disk, before anything is written: an --out that no
     experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
@@ -398,6 +427,7 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
         if guard:
             ledger.check(name, stage_settings(cfg, guard), complete[name]())
     check_unfinished(cfg, out, complete)
+    check_finished(cfg, out, complete)
     if cfg.results and Path(cfg.results).exists() and not Path(cfg.results).is_dir():
         raise ConfigError(f"--results {cfg.results} is a file; pass a folder for the report (it is created if missing)")
     made = Path(cfg.results) / "results.json"

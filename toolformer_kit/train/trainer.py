@@ -330,8 +330,14 @@ def checkpoint_problem(ckpt: Path) -> str | None:
         json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return f"{state.name} is unreadable ({exc.__class__.__name__})"
-    weights = [ckpt / n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()]
-    if not weights and not (ckpt / "pytorch_model.bin").is_file():
+    return weights_problem(ckpt)
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why the weights in ``folder`` (a checkpoint or a finished run) cannot be loaded: none there,
+    or a safetensors file cut short; None when they read."""
+    weights = [folder / n for n in ("model.safetensors", "adapter_model.safetensors") if (folder / n).is_file()]
+    if not weights and not (folder / "pytorch_model.bin").is_file():
         return "it holds no weights"
     for w in weights:
         try:
