@@ -457,3 +457,9 @@ def test_a_prompt_the_model_cannot_take_is_one_line(smollm2, monkeypatch, capsys
     monkeypatch.setattr(BACKENDS.get("hf"), "load", classmethod(lambda cls, *a, **k: smollm2))
     assert main(["generate", "--model", "smollm2-135m", *argv]) == 2
     assert match in capsys.readouterr().err
+
+
+def test_a_calculator_input_that_starts_with_a_minus_needs_no_double_dash(capsys):
+    """issue 29, item 15: argparse could take "-(2 + 3) * 4" for an option."""
+    assert main(["tools", "run", "Calculator", "-(2 + 3) * 4"]) == 0
+    assert capsys.readouterr().out.strip() == "-20"

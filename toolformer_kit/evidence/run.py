@@ -183,7 +183,7 @@ def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
     if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
         _annotation_from_dataset(cfg, folder)
-    if not (folder / "manifest.json").is_file():
+    if not _annotated(cfg, out):  # unfinished, or outputs a kill or an edit cut: the runner resumes or rebuilds
         Runner(annotate_config(cfg, out)).run()
     return folder
 
