@@ -197,15 +197,17 @@ TIMES = re.compile(r"seconds|wall|elapsed|time|timestamp|started|finished|date|_
                    r"throughput|tokens_per|^commit$")  # the commit: '-dirty' while the tree is being edited
 
 
-def scrub(value, root: str = ""):
+def scrub(value, roots: tuple[str, ...] = ()):
     """JSON less what a clock or the machine decides (wall times, dates, throughput), with the
-    trial's own folder (each run has its own) written as <root>."""
+    trial's own folder (each run has its own, a copied run also the one it was made in) written
+    as <root>."""
     if isinstance(value, dict):
-        return {k: scrub(v, root) for k, v in value.items() if not TIMES.search(k)}
+        return {k: scrub(v, roots) for k, v in value.items() if not TIMES.search(k)}
     if isinstance(value, list):
-        return [scrub(v, root) for v in value]
-    if isinstance(value, str) and root:
-        return value.replace(root, "<root>")
+        return [scrub(v, roots) for v in value]
+    if isinstance(value, str):
+        for root in roots:
+            value = value.replace(root, "<root>")
     return value
 
 
@@ -213,24 +215,24 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def outputs(out: Path, results: Path) -> dict[str, object]:
-    """What an interrupted run must reproduce exactly."""
+def outputs(out: Path, results: Path, made_in: str = "") -> dict[str, object]:
+    """What an interrupted run must reproduce exactly (``made_in``: where a copied run was made)."""
     found: dict[str, object] = {}
-    root = str(out.parent)
+    roots = tuple(r for r in (made_in, str(out.parent)) if r)
     for name in ("corpus.jsonl", "candidates.jsonl", "documents.jsonl"):
         found[f"annotate/{name}"] = _sha(out / "annotate" / name)
     found["corpus/train.jsonl"] = _sha(out / "corpus" / "train.jsonl")
     for run in ("train-tools", "train-cc"):
         for weights in sorted((out / run).glob("*.safetensors")):
             found[f"{run}/{weights.name}"] = _sha(weights)
-        found[f"{run}/train_summary.json"] = scrub(json.loads((out / run / "train_summary.json").read_text()), root)
-    found["probe.json"] = scrub(json.loads((out / "probe.json").read_text()), root)
+        found[f"{run}/train_summary.json"] = scrub(json.loads((out / run / "train_summary.json").read_text()), roots)
+    found["probe.json"] = scrub(json.loads((out / "probe.json").read_text()), roots)
     for ex in sorted((out / "eval").glob("*/*/*/examples.jsonl")):
-        rows = [scrub(json.loads(line), root) for line in ex.read_text().splitlines() if line.strip()]
+        rows = [scrub(json.loads(line), roots) for line in ex.read_text().splitlines() if line.strip()]
         found[str(ex.relative_to(out))] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
     for name in ("results.json",):
-        found[f"results/{name}"] = scrub(json.loads((results / name).read_text()), root)
-    found["results/report.md"] = [ln.replace(root, "<root>") for ln in (results / "report.md").read_text().splitlines()
+        found[f"results/{name}"] = scrub(json.loads((results / name).read_text()), roots)
+    found["results/report.md"] = [scrub(ln, roots) for ln in (results / "report.md").read_text().splitlines()
                                   if not re.search(r"\d+ ?(s|min|h)\b|seconds|GFLOP|wall|commit|cpu|CPU", ln)]
     leftovers = [str(p.relative_to(out)) for p in out.rglob("*") if p.name.startswith(".") or ".tmp" in p.name
                  or p.name.endswith(".saving")]

@@ -49,4 +49,4 @@ def test_a_copied_run_with_cut_files_resumes_to_the_same_outputs(reference):
     shutil.rmtree(moved / "results")
     run = campaign.Run(campaign.command(recipe, moved / "run", moved / "results"), work / "moved.log")
     assert run.wait() == 0, (work / "moved.log").read_text()[-3000:]
-    assert campaign.differences(ref, campaign.outputs(moved / "run", moved / "results")) == []
+    assert campaign.differences(ref, campaign.outputs(moved / "run", moved / "results", str(work / "ref"))) == []
