@@ -305,16 +305,22 @@ def resume_differs(cfg: TrainConfig, out: Path) -> list[str]:
                   | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
 
 
-def _last_checkpoint(out: Path, resume: bool) -> str | None:
+def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
     """The newest checkpoint that is whole: one cut off by a kill (its trainer_state.json or
     weights unreadable) is skipped with a warning naming it, so a re-run resumes from the one
-    before instead of failing on every try."""
+    before instead of failing on every try. The run's last step is skipped too (a kill after it,
+    before the summary): the Trainer resumed there runs a step 'max_steps + 1' that trains nothing
+    but logs an extra evaluation and loss, so the summary and report differed from an
+    uninterrupted run's (the kill -9 campaign found it); the steps since the one before are redone."""
     folder = out / CHECKPOINTS
     if not (resume and folder.is_dir()):
         return None
     steps = sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
                    key=lambda p: int(p.name[11:]), reverse=True)
     for ckpt in steps:
+        if int(ckpt.name[11:]) >= max_steps:
+            log.info("not resuming from %s: it is the run's last step; redoing the steps since the one before", ckpt)
+            continue
         problem = checkpoint_problem(ckpt)
         if problem is None:
             log.info("resuming from %s", ckpt)
@@ -410,7 +416,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
     bf16 = cfg.resolved_bf16(on_gpu=_device(cfg) != "cpu")
-    resume_from = _last_checkpoint(out, cfg.resume)
+    resume_from = _last_checkpoint(out, cfg.resume, cfg.max_steps)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     prepared = prepare_data(cfg, tokenizer)
     if len(prepared["train"]) == 0:
