@@ -173,14 +173,17 @@ class Run:
         self.log.close()
         return rc
 
-    def kill_at(self, stage: str, delay: float, limit: float) -> str | None:
-        """SIGKILL ``delay`` s after ``stage`` starts; None when the run ended first."""
+    def kill_at(self, stage: str, delay: float, ref_start: float, limit: float) -> str | None:
+        """SIGKILL ``delay`` reference seconds after ``stage`` starts; None when the run ended
+        first. The delay is scaled by this run's pace against the reference's (when the stage
+        started in each), so that a machine busier or idler than during the reference run still
+        sees the kill at the same point of the stage."""
         deadline = time.monotonic() + limit
         while stage not in self.starts:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 return None
             time.sleep(0.02)
-        when = self.t0 + self.starts[stage] + delay
+        when = self.t0 + self.starts[stage] + delay * self.starts[stage] / max(ref_start, 1e-3)
         while time.monotonic() < when:
             if self.proc.poll() is not None:
                 return None
@@ -245,7 +248,7 @@ def differences(a: dict, b: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------- the campaign
-def reference(work: Path, recipe: Path) -> tuple[dict, dict[str, float], float]:
+def reference(work: Path, recipe: Path) -> tuple[dict, dict[str, float], float, dict[str, float]]:
     out, res = work / "ref" / "run", work / "ref" / "results"
     run = Run(command(recipe, out, res), work / "ref.log")
     rc = run.wait()
@@ -255,15 +258,15 @@ def reference(work: Path, recipe: Path) -> tuple[dict, dict[str, float], float]:
     starts = dict(run.starts)
     order = [s for s in STAGES if s in starts]
     durations = {s: (starts[order[i + 1]] if i + 1 < len(order) else total) - starts[s] for i, s in enumerate(order)}
-    return outputs(out, res), durations, total
+    return outputs(out, res), durations, total, starts
 
 
-def trial(work: Path, recipe: Path, i: int, stage: str, delay: float, limit: float) -> dict:
+def trial(work: Path, recipe: Path, i: int, stage: str, delay: float, ref_start: float, limit: float) -> dict:
     """Kill once at (stage, delay), then re-run until a run completes."""
     out, res = work / f"k{i}" / "run", work / f"k{i}" / "results"
     log = work / f"k{i}.log"
     run = Run(command(recipe, out, res), log)
-    where = run.kill_at(stage, delay, limit)
+    where = run.kill_at(stage, delay, ref_start, limit)
     rc = run.wait()
     reruns, errors = 0, []
     while rc != 0:
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = work / "tiny.yaml"
     recipe.write_text(RECIPE.format(model=model))
     t0 = time.monotonic()
-    ref, durations, total = reference(work, recipe)
+    ref, durations, total, starts = reference(work, recipe)
     print(f"reference run: {total:.1f} s; stage durations: "
           + ", ".join(f"{s} {d:.1f} s" for s, d in durations.items()), flush=True)
     rng = random.Random(args.seed)
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.kills):
         stage = stages[i % len(stages)]
         delay = rng.uniform(0, durations[stage])
-        row = trial(work, recipe, i, stage, delay, limit=60 * total)  # a loaded machine runs slower
+        row = trial(work, recipe, i, stage, delay, starts[stage], limit=60 * total)  # a loaded machine runs slower
         diff = differences(ref, outputs(row["out"], row["results"])) if row["rc"] == 0 else ["did not complete"]
         same += not diff and not row["errors"]
         rows.append({k: v for k, v in row.items() if k not in ("out", "results")} | {"differs": diff})

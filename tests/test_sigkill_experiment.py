@@ -23,14 +23,14 @@ def reference(tmp_path_factory):
     model = campaign.tiny_model(work / "tiny-llama")
     recipe = work / "tiny.yaml"
     recipe.write_text(campaign.RECIPE.format(model=model))
-    outputs, durations, total = campaign.reference(work, recipe)
-    return work, recipe, outputs, durations, total
+    outputs, durations, total, starts = campaign.reference(work, recipe)
+    return work, recipe, outputs, durations, total, starts
 
 
 @pytest.mark.parametrize("point, stage", [(1, "annotate"), (2, "train (tools)"), (3, "evaluate")])
 def test_a_kill_inside_a_stage_resumes_to_the_uninterrupted_outputs(reference, point, stage):
-    work, recipe, ref, durations, total = reference
-    row = campaign.trial(work, recipe, point, stage, durations[stage] / 2, limit=60 * total)
+    work, recipe, ref, durations, total, starts = reference
+    row = campaign.trial(work, recipe, point, stage, durations[stage] / 2, starts[stage], limit=60 * total)
     assert row["rc"] == 0 and not row["errors"], row
     assert campaign.differences(ref, campaign.outputs(row["out"], row["results"])) == []
 
@@ -39,7 +39,7 @@ def test_a_copied_run_with_cut_files_resumes_to_the_same_outputs(reference):
     """The run folder moved elsewhere (item 8: the evaluation compared the model's path), its C*
     and an evaluation record cut as by a kill or a full disk (item 7: the stage was skipped and the
     cut C* used), its report gone."""
-    work, recipe, ref, _, _ = reference
+    work, recipe, ref = reference[:3]
     moved = work / "moved"
     shutil.copytree(work / "ref", moved)
     corpus = moved / "run" / "annotate" / "corpus.jsonl"
