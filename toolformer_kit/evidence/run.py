@@ -323,11 +323,17 @@ def _annotated(cfg: ExperimentConfig, out: Path) -> bool:
     """The annotation is finished and its outputs are what its manifest recorded. One whose C*,
     summary or candidates were cut off or edited counts as unfinished, so the stage runs again and
     the runner rebuilds them from the shards (a traceback or a C* cut short otherwise)."""
-    if not (out / "annotate" / "manifest.json").is_file():
+    manifest = out / "annotate" / "manifest.json"
+    if not manifest.is_file():
         return False
     if cfg.cstar_dataset:
         return True
-    return not Runner(annotate_config(cfg, out)).damaged_outputs()  # the runner says which when it rebuilds
+    try:
+        listed = "files" in json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # the manifest itself cut: the runner rebuilds it
+    # The runner says which files it rebuilds; a manifest listing no files has nothing to check against.
+    return not listed or not Runner(annotate_config(cfg, out)).damaged_outputs()
 
 
 def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:
@@ -406,7 +412,8 @@ def check_finished(cfg: ExperimentConfig, out: Path, complete) -> None:
             continue
         fix = f"delete {folder} to fine-tune it again (the rest of the run is kept)"
         read_json(folder / "train_summary.json", fix)
-        problem = weights_problem(folder)
+        cut = any((folder / n).is_file() for n in ("model.safetensors", "adapter_model.safetensors"))
+        problem = weights_problem(folder) if cut else None  # none at all: the loader's own error says so
         if problem:
             raise ConfigError(f"{folder} is damaged: {problem} (cut off or edited?); {fix}")
 
