@@ -16,6 +16,11 @@ candidates and annotated texts byte for byte, each model's weights by hash, the 
 probe and evaluation records and the results, less wall times and machine timings.
 
     python benchmarks/campaign_sigkill_experiment.py [--kills 20] [--seed 0] [--keep]
+
+Run on 2026-12-02 (two-core Xeon shared with a training run, niced; 681 s): 20/20 resumed runs
+identical to the uninterrupted one, killed in annotate 4, train (tools) 4, train (+CC) 3, probe 3,
+evaluate 3, report 3. An earlier try found a kill after the last training checkpoint giving the
++CC summary an extra step (fixed in train/trainer.py: _last_checkpoint).
 """
 
 from __future__ import annotations
