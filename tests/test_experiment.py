@@ -299,6 +299,43 @@ def test_foreign_out_and_other_evidence_are_refused_before_anything_is_written(t
     assert not (tmp_path / "new").exists()
 
 
+def test_an_unfinished_stage_begun_with_other_settings_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """issue 29, item 6: a kill left an annotation (or a fine-tuning run) half done; a re-run with
+    other settings was refused by the runner (or the trainer) only after experiment.json had been
+    rewritten with them, so the folder then claimed settings that made none of it."""
+    from toolformer_kit.annotate.runner import semantic_settings
+    from toolformer_kit.config import to_dict
+    from toolformer_kit.train.trainer import run_identity
+
+    monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
+    for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_probe", "stage_eval",
+                  "stage_report"):
+        monkeypatch.setattr(R, stage, lambda *a, **k: pytest.fail("a stage ran"))
+    out = tmp_path / "run"
+    cfg = ExperimentConfig(name="t", out=str(out), results=str(tmp_path / "res"), k=3, train_steps=4)
+    (out / "corpus").mkdir(parents=True)
+    (out / "corpus" / "train.jsonl").write_text('{"id": "a", "text": "2 and 3 is 5."}\n')
+    R.Ledger(out).record("corpus", R.stage_settings(cfg, "corpus"), 1.0)
+    (out / "experiment.json").write_text(json.dumps({"command": "x", "settings": to_dict(cfg)}))
+    (out / "annotate").mkdir()
+    (out / "annotate" / "run.json").write_text(json.dumps({"settings": semantic_settings(R.annotate_config(cfg, out))}))
+    made = (out / "experiment.json").read_bytes()
+    with pytest.raises(ConfigError, match=r"unfinished annotation made with other settings \(k: 3\)"):
+        R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, k=4, train_steps=4))
+    assert (out / "experiment.json").read_bytes() == made
+    for name in ("manifest.json", "corpus.jsonl", "documents.jsonl"):  # annotation done, training cut short
+        (out / "annotate" / name).write_text('{"id": "a", "text": "2 and 3 is [Calculator(2 + 3) -> 5] 5."}\n')
+    R.Ledger(out).record("annotate", R.stage_settings(cfg, "annotate"), 1.0)
+    tools = R.train_folder(out, plain=False)
+    (tools / "checkpoints").mkdir(parents=True)
+    (tools / "train_run.json").write_text(json.dumps(run_identity(R.train_config(
+        cfg, out, False, R.train_data(cfg, out, False)))))
+    with pytest.raises(ConfigError, match=r"train-tools holds checkpoints of an unfinished fine-tuning run with "
+                                          r"other eval_steps, max_steps"):
+        R.run_experiment(ExperimentConfig(name="t", out=cfg.out, results=cfg.results, k=3, train_steps=8))
+    assert (out / "experiment.json").read_bytes() == made
+
+
 def test_an_empty_c_star_stops_before_training_with_the_fix(tmp_path):
     (tmp_path / "annotate").mkdir()
     (tmp_path / "annotate" / "corpus.jsonl").write_text("")

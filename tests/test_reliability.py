@@ -47,7 +47,73 @@ def setup(tmp):
                        "shard0.yaml": "shard_size: 0\n", "kabc.yaml": 'k: "abc"\n', "maxlen.yaml": 'max_length: "x"\n',
                        "limit.yaml": 'limit: "ten"\n'}.items():
         (tmp / name).write_text(text)
-    return {"d": d, "c": d / "corpus.jsonl", "foreign": foreign, "o": tmp / "out", "tmp": tmp}
+    return {"d": d, "c": d / "corpus.jsonl", "foreign": foreign, "o": tmp / "out", "tmp": tmp} | setup_29(tmp)
+
+
+TINY_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 8,
+               "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1}
+
+
+def setup_29(tmp) -> dict:
+    """Issue 29's inputs: a model folder (no training run wrote it), a report no evaluation wrote,
+    evidence from another configuration, experiment folders a kill or an edit left, an empty
+    benchmark file, tool files that run code."""
+    model = tmp / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(TINY_CONFIG))
+    (model / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")  # weights: not read
+    cut = tmp / "cut-model"
+    cut.mkdir()
+    (cut / "config.json").write_text(json.dumps(TINY_CONFIG))
+    (cut / "model.safetensors").write_bytes(b"\xff\x00\x00\x00\x00\x00\x00\x00{\"a\": {\"dtype\"")  # cut short
+    report = tmp / "report"
+    report.mkdir()
+    (report / "summary.json").write_text('{"my": "numbers"}')
+    (report / "table.md").write_text("| my | table |\n")
+    evidence = tmp / "evidence"
+    evidence.mkdir()
+    (evidence / "results.json").write_text(json.dumps({"settings": {"name": "math", "docs": 20}}))
+    bench = tmp / "bench" / "math"
+    bench.mkdir(parents=True)
+    (bench / "SVAMP.json").write_text("[]")
+    (tmp / "evil.py").write_text(f"open({str(tmp / 'ran')!r}, 'w').write('x')\n")
+    (tmp / "shell.yaml").write_text("tools:\n  - function: subprocess:getoutput\n    name: Sh\n"
+                                    "    demonstrations: ['a [Sh(ls)] b', 'c [Sh(pwd)] d', 'e [Sh(id)] f']\n")
+    inspected = tmp / "inspected"
+    inspected.mkdir()
+    (inspected / "candidates.jsonl").write_text("")
+    (inspected / "summary.json").write_text('{"tools": {')
+    return {"m": model, "cut": cut, "report": report, "evidence": evidence, "bench": tmp / "bench",
+            "run6": experiment_run(tmp / "run6", docs=3), "run6b": experiment_run(tmp / "run6b", docs=3, ledger=False),
+            "run7": experiment_run(tmp / "run7", trained="cut summary"),
+            "run7b": experiment_run(tmp / "run7b", trained="cut weights")}
+
+
+def experiment_run(out, docs: int = 20, ledger: bool = True, trained: str = ""):
+    """A folder ``toolformer experiment math`` left: the corpus made (``docs``) and, with
+    ``trained``, the dataset annotation and the tool-trained model too, damaged as it says."""
+    from toolformer_kit.config import to_dict
+    from toolformer_kit.evidence import run as R
+    from toolformer_kit.evidence.recipe import load_recipe
+
+    cfg = load_recipe("math", {"docs": docs, "out": str(out)})
+    (out / "corpus").mkdir(parents=True)
+    (out / "corpus" / "train.jsonl").write_text('{"id": "a", "text": "2 and 3 is 5."}\n')
+    (out / "experiment.json").write_text(json.dumps({"command": "toolformer experiment math", "settings": to_dict(cfg)}))
+    stages = {"corpus": {"settings": R.stage_settings(cfg, "corpus"), "seconds": 1.0}}
+    if trained:
+        (out / "annotate").mkdir()
+        (out / "annotate" / "manifest.json").write_text('{"from_dataset": "datasets/cstar-math"}')
+        (out / "train-tools").mkdir()
+        summary = '{"best_step": 4}'
+        (out / "train-tools" / "train_summary.json").write_text(summary[:-3] if trained == "cut summary" else summary)
+        (out / "train-tools" / "config.json").write_text(json.dumps(TINY_CONFIG))
+        (out / "train-tools" / "model.safetensors").write_bytes(b"\xff\x00\x00\x00\x00\x00\x00\x00{")
+        stages |= {"annotate": {"settings": R.stage_settings(cfg, "annotate")},
+                   "train (tools)": {"settings": R.stage_settings(cfg, "train")}}
+    if ledger:
+        (out / "stages.json").write_text(json.dumps(stages))
+    return out
 
 
 ANN = ["annotate", "--corpus", "{c}", "--out", "{o}", "--tools", "Calculator", "--no-progress"]
@@ -92,6 +158,39 @@ ROWS = [
      "did you mean 'Calculator'"),
     ("29.14 eval --out FILE", ["eval", "--model", "smollm2-135m", "--tasks", "svamp", "--out", "{tmp}/afile"], 2,
      "is a file"),
+    # issue 29, items 1-6: refused before anything is written (the snapshot says nothing was)
+    ("29.1 train --out the base model", ["train", "--model", "{m}", "--data", "{c}", "--out", "{m}", "--lora"], 2,
+     "that no training run wrote there"),
+    ("29.1 train --out inside the base model", ["train", "--model", "{m}", "--data", "{c}", "--out", "{m}/sub"], 2,
+     "is the folder of the base model"),
+    ("29.2 experiment --out a folder of mine", ["experiment", "math", "--out", "{foreign}"], 2,
+     "holds files that no experiment wrote"),
+    ("29.2 study --out a folder of mine", ["study", "tau", "--out", "{foreign}"], 2, "holds files that no study wrote"),
+    ("29.3 evidence of another configuration", ["experiment", "math", "--docs", "1", "--out", "{o}", "--results",
+                                                "{evidence}"], 2, "pass --results DIR to write elsewhere, or --replace-results"),
+    ("29.4 eval --out a report of mine", ["eval", "--model", "smollm2-135m", "--tasks", "svamp", "--out", "{report}"], 2,
+     "summary.json, table.md that no evaluation wrote there"),
+    ("29.6 a re-run with other settings", ["experiment", "math", "--docs", "5", "--out", "{run6}"], 2,
+     "run6/corpus was made with other settings (docs: 3 → 5)"),
+    ("29.6 stages.json deleted", ["experiment", "math", "--docs", "5", "--out", "{run6b}"], 2,
+     "run6b/corpus was made with other settings (docs: 3 → 5)"),
+    # issue 29, items 7, 11-14: found before any stage runs, one line naming the file or input and the fix
+    ("29.7 a cut train_summary.json", ["experiment", "math", "--out", "{run7}"], 2,
+     "train-tools/train_summary.json is damaged (not JSON"),
+    ("29.7 cut final weights", ["experiment", "math", "--out", "{run7b}"], 2,
+     "train-tools is damaged: model.safetensors is unreadable"),
+    ("29.11 an empty benchmark file", ["experiment", "math", "--data-dir", "{bench}", "--out", "{o}"], 2,
+     "task svamp: its data under"),
+    ("29.11 eval: an empty benchmark file", ["eval", "--model", "smollm2-135m", "--tasks", "svamp", "--data-dir",
+                                             "{bench}", "--out", "{o}"], 2, "holds no examples"),
+    ("29.12 a .py tool file", ["tools", "--tools", "{tmp}/evil.py", "list"], 2, "--trust-tool-code"),
+    ("29.12 function: subprocess:getoutput", ["tools", "--tools", "{tmp}/shell.yaml", "list"], 2, "--trust-tool-code"),
+    ("29.13 a label that is an absolute path", ["eval", "--model", "/tmp/x=smollm2-135m", "--tasks", "svamp", "--out",
+                                                "{o}"], 2, "is a path; a label is a plain name"),
+    ("29.13 a label that climbs out", ["eval", "--model", "a/../../x=smollm2-135m", "--tasks", "svamp", "--out", "{o}"],
+     2, "is a path; a label is a plain name"),
+    ("29.14 a model folder with cut weights", ["generate", "--model", "{cut}", "hi"], 2, "could not load model"),
+    ("29.14 inspect a cut summary", ["inspect", "{tmp}/inspected"], 2, "inspected/summary.json is damaged (not JSON"),
 ]
 MODEL_ROWS = [
     ("6 non-UTF-8 corpus", ["annotate", "--corpus", "{tmp}/latin1.jsonl", "--out", "{o}"], 2,
@@ -358,3 +457,9 @@ def test_a_prompt_the_model_cannot_take_is_one_line(smollm2, monkeypatch, capsys
     monkeypatch.setattr(BACKENDS.get("hf"), "load", classmethod(lambda cls, *a, **k: smollm2))
     assert main(["generate", "--model", "smollm2-135m", *argv]) == 2
     assert match in capsys.readouterr().err
+
+
+def test_a_calculator_input_that_starts_with_a_minus_needs_no_double_dash(capsys):
+    """issue 29, item 15: argparse could take "-(2 + 3) * 4" for an option."""
+    assert main(["tools", "run", "Calculator", "-(2 + 3) * 4"]) == 0
+    assert capsys.readouterr().out.strip() == "-20"

@@ -94,6 +94,29 @@ def test_complete_run_is_not_redone_and_other_settings_are_refused(tmp_path):
     make(tmp_path, seed=5, overwrite=True).run()
 
 
+def test_a_run_resumes_whatever_the_spelling_of_its_corpus_path(tmp_path, monkeypatch):
+    """issue 29, item 8: a relative --corpus (or a run folder copied elsewhere, whose corpus then
+    lies elsewhere) was refused as 'settings differ: corpus'; the corpus's content decides."""
+    make(tmp_path, "a").run()
+    first = make(tmp_path, "b")
+    first.run()
+    b = tmp_path / "b"
+    for f in ("shards/shard-00002.jsonl", "shards/shard-00002.json", "manifest.json"):  # as a kill leaves it
+        (b / f).unlink()
+    monkeypatch.chdir(tmp_path)
+    again = make(tmp_path, "b")
+    again.cfg.corpus, again.cfg.out = "c.jsonl", "b"
+    again.out = type(again.out)("b")
+    again.run()
+    assert outputs(tmp_path / "a") == outputs(b)
+    other = make(tmp_path, "b")
+    (tmp_path / "c2.jsonl").write_text((tmp_path / "c.jsonl").read_text().replace("12 cows", "13 cows"))
+    other.cfg.corpus = str(tmp_path / "c2.jsonl")
+    (b / "manifest.json").unlink()
+    with pytest.raises(ConfigError, match="the corpus differs"):  # other content is still refused
+        other.run()
+
+
 def test_tool_without_demonstrations_is_a_clear_error(tmp_path):
     runner = make(tmp_path)
     runner._tools = [Tool("Calculator", str, "No demos.", [])]

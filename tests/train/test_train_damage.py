@@ -37,9 +37,11 @@ def test_resume_skips_the_damaged_newest_checkpoint(tmp_path, caplog):
     checkpoint(tmp_path, 5)
     newest = checkpoint(tmp_path, 10)
     (newest / "trainer_state.json").write_text("")
-    assert T._last_checkpoint(tmp_path, resume=True).endswith("checkpoint-5")
+    assert T._last_checkpoint(tmp_path, resume=True, max_steps=20).endswith("checkpoint-5")
     assert "skipping" in caplog.text and "checkpoint-10" in caplog.text
-    assert T._last_checkpoint(tmp_path, resume=False) is None
+    assert T._last_checkpoint(tmp_path, resume=False, max_steps=20) is None
+    checkpoint(tmp_path, 20)  # the run's last step: a kill came before the summary
+    assert T._last_checkpoint(tmp_path, resume=True, max_steps=20).endswith("checkpoint-5")
 
 
 def test_the_final_save_moves_whole_files_and_leaves_no_staging(tmp_path):

@@ -261,6 +261,27 @@ def test_training_is_deterministic_and_a_resumed_run_equals_an_uninterrupted_one
         assert all(torch.equal(runs["a"][k], runs[name][k]) for k in runs["a"]), name
 
 
+def test_a_kill_after_the_last_step_resumes_to_the_uninterrupted_summary(tiny_model, files, tmp_path, monkeypatch):
+    """Killed after the last checkpoint, before the summary (the kill -9 campaign over experiment
+    stages found it): resumed at the last step, the Trainer logged a step max_steps + 1 with an
+    extra evaluation, so the summary and the report differed from an uninterrupted run's."""
+    cstar, dev = files
+    whole = trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "a"))
+    save = trainer_mod._save_final
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_mod, "_save_final", killed)
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "b"))
+    assert (tmp_path / "b" / "checkpoints" / "checkpoint-4").is_dir()
+    monkeypatch.setattr(trainer_mod, "_save_final", save)
+    resumed = trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "b"))
+    assert resumed["evaluations"] == whole["evaluations"] and resumed["best_step"] == whole["best_step"]
+    assert [e["step"] for e in resumed["log_history"]] == [e["step"] for e in whole["log_history"]]
+
+
 def test_dev_texts_with_calls_keep_them_for_the_tool_run_only(tiny_model, files, tmp_path):
     """issue 27, item 1: held-out C* texts as the dev set, calls kept, so perplexity does not
     pick the checkpoint that writes fewest calls; +CC's dev texts stay plain."""

@@ -76,6 +76,31 @@ def semantic_settings(cfg: AnnotateConfig) -> dict:
             if k not in NON_SEMANTIC and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
 
 
+# Settings that name a file or folder: the same run whatever their spelling (relative or absolute,
+# or the run folder copied elsewhere). The corpus is compared by its fingerprint (its documents'
+# ids and texts), a model folder by where it resolves to.
+PATHS = ("corpus", "model", "sampler_model")
+
+
+def settings_differ(have: dict, wanted: dict) -> list[str]:
+    """The settings that make ``have``'s run another one than ``wanted``'s.
+
+    >>> import os; here = os.getcwd()
+    >>> settings_differ({"k": 5, "corpus": "c.jsonl", "model": "."}, {"k": 5, "corpus": "/x/c.jsonl", "model": here})
+    []
+    >>> settings_differ({"k": 5, "model": "smollm2-135m"}, {"k": 6, "model": "qwen2.5-coder-0.5b"})
+    ['k', 'model']
+    """
+    def same(key, a, b) -> bool:
+        if key == "corpus" or a == b:
+            return True
+        if key in PATHS and isinstance(a, str) and isinstance(b, str) and Path(a).is_dir() and Path(b).is_dir():
+            return Path(a).resolve() == Path(b).resolve()
+        return False
+
+    return sorted(k for k in set(have) | set(wanted) if not same(k, have.get(k), wanted.get(k)))
+
+
 class Runner:
     """One ``toolformer annotate`` run; models and tools may be injected (tests, benchmarks)."""
 
@@ -131,9 +156,9 @@ class Runner:
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
         if run_file.exists():
             have = json.loads(run_file.read_text(encoding="utf-8"))
-            if have != wanted:
-                diff = sorted(k for k in set(have.get("settings", {})) | set(wanted["settings"])
-                              if have.get("settings", {}).get(k) != wanted["settings"].get(k))
+            diff = settings_differ(have.get("settings", {}), wanted["settings"])
+            if diff or {k: v for k, v in have.items() if k != "settings"} != {k: v for k, v in wanted.items()
+                                                                             if k != "settings"}:
                 what = f"settings differ: {', '.join(diff)}" if diff else "the corpus differs"
                 raise ConfigError(f"{self.out} holds another annotation run ({what}); "
                                   "use a new --out, or discard it (`toolformer annotate --overwrite`, or delete "
@@ -152,7 +177,7 @@ class Runner:
         docs, split = self._documents(lm, report)
         self._prepare_out(docs)
         if (self.out / "manifest.json").exists():
-            damaged = self._damaged_outputs()
+            damaged = self.damaged_outputs()
             if not damaged:
                 log.info("%s is already complete; nothing to do", self.out)
                 return json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
@@ -171,7 +196,7 @@ class Runner:
         candidates = [c for n in range(len(shards)) for c in R.read_jsonl(self._shard(n))]
         return self._finish(docs, candidates, len(shards), report, split, done, time.perf_counter() - t0)
 
-    def _damaged_outputs(self) -> list[str]:
+    def damaged_outputs(self) -> list[str]:
         """The final files that differ from what manifest.json recorded (a damaged manifest: all)."""
         try:
             files = json.loads((self.out / "manifest.json").read_text(encoding="utf-8"))["files"]

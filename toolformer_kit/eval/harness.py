@@ -39,6 +39,7 @@ from ..calls import strip_calls
 from ..config import ConfigError
 from ..decode import make_decoder
 from ..decode.config import DecodeConfig
+from ..files import write_atomic
 from ..tools.base import MAX_RESULT_CHARS
 from .records import RECORDS, records_for_append
 from .report import summarize_run
@@ -129,7 +130,7 @@ def _check_run_info(folder: Path, info: dict) -> None:
                 f"{folder} holds results made with different {', '.join(changed)} "
                 f"({', '.join(f'{k}={old.get(k)!r}' for k in changed)}); use another --out or delete it")
     folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(info, indent=2))
+    write_atomic(path, json.dumps(info, indent=2))  # whole or absent: a kill mid-write left it unreadable
 
 
 def _batches(todo: Sequence[Example], task: Task, setting: Setting, tools: Mapping[str, Any],

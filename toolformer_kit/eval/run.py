@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import ConfigError
 from ..lm.base import BACKENDS, load_lm, set_threads
-from .config import EvalConfig, load_tools, parse_model, resolve_data_dir
+from .config import EvalConfig, check_tasks, load_tools, parse_model
 from .harness import decoder_generate, evaluate
 from .records import RECORDS
 from .perplexity import run_perplexity
@@ -56,9 +56,9 @@ def run_eval(cfg: EvalConfig) -> list[dict]:
     BACKENDS.get(cfg.backend)  # an unknown backend fails before any work
     check_out(cfg.out)
     tasks = [get_task(t) for t in cfg.tasks]
-    data_dir = resolve_data_dir(cfg)
     runs = [(*parse_model(m), settings_for(cfg)) for m in cfg.model]
     runs += [(*parse_model(m), [DISABLED]) for m in cfg.baselines]
+    data_dir = check_tasks(cfg)  # an empty or unreadable benchmark file: before a model loads, not a traceback after
     needs_tools = any(not s.disabled for _, _, settings in runs for s in settings)
     tools = load_tools(cfg.tools) if needs_tools else {}
     for label, model, settings in runs:

@@ -22,19 +22,21 @@ from ..annotate.merge import every_text
 from ..decode import make_decoder
 from ..eval.probe import call_probe, probe_points
 from ..train.data import read_texts, split_dev
-from ..annotate.runner import Runner
+from ..annotate.runner import Runner, semantic_settings, settings_differ
 from ..annotate.sources import _load_wiki
 from ..config import ConfigError, from_dict, to_dict
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
 from ..eval.harness import decoder_generate, evaluate
 from ..eval.report import write_report
+from ..eval.run import model_identity
 from ..eval.setting import DISABLED, Setting
 from ..eval.tasks import subset
-from ..files import write_atomic
+from ..files import read_json, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..lm.embedded import EMBEDDED, pull
 from ..tools import get_tool
 from ..train import run_training
+from ..train.trainer import resume_differs, weights_problem
 from ..train.config import TrainConfig
 from .ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from .corpora import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
@@ -178,48 +180,61 @@ def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
          "dataset": {k: made.get(k) for k in ("tau_f", "windows_annotated", "complete", "kept")}}, indent=1))
 
 
+def annotate_config(cfg: ExperimentConfig, out: Path) -> AnnotateConfig:
+    """The annotation run the experiment makes in ``out/annotate``."""
+    return AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
+                          corpus=str(out / "corpus" / "train.jsonl"), out=str(out / "annotate"),
+                          window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s, tau_f=cfg.tau_f,
+                          wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed, shard_size=4,
+                          wiki_corpus=str(search) if (search := out / "corpus" / SEARCH_CORPUS).is_file() else "")
+
+
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
-    search = out / "corpus" / SEARCH_CORPUS
     if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
         _annotation_from_dataset(cfg, folder)
-    if not (folder / "manifest.json").is_file():
-        Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
-                              corpus=str(out / "corpus" / "train.jsonl"), out=str(folder),
-                              window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s,
-                              tau_f=cfg.tau_f, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
-                              wiki_corpus=str(search) if search.is_file() else "",
-                              shard_size=4)).run()
+    if not _annotated(cfg, out):  # unfinished, or outputs a kill or an edit cut: the runner resumes or rebuilds
+        Runner(annotate_config(cfg, out)).run()
     return folder
+
+
+def train_folder(out: Path, plain: bool) -> Path:
+    return out / ("train-cc" if plain else "train-tools")
+
+
+def train_config(cfg: ExperimentConfig, out: Path, plain: bool, data: Path) -> TrainConfig:
+    """The fine-tuning run the experiment makes on ``data``: tool-trained, or +CC (``plain``)."""
+    cstar_dev = cfg.train_dev == "cstar" and not plain  # carved out of C*, calls kept
+    carved = cstar_dev or bool(cfg.cstar_dataset)  # a dataset brings no held-out documents of its own
+    return TrainConfig(model=cfg.model, data=str(data), out=str(train_folder(out, plain)), plain_baseline=plain,
+                       dev_data=None if carved else str(out / "corpus" / "dev.jsonl"),
+                       dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
+                       lora=cfg.lora, max_steps=cfg.train_steps,
+                       effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
+                       learning_rate=cfg.learning_rate, max_length=cfg.max_length,
+                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed)
 
 
 def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
     """LoRA on C* (``plain`` False) or, for +CC, on every annotated text without calls (the paper's C)."""
 
-    folder = out / ("train-cc" if plain else "train-tools")
+    folder = train_folder(out, plain)
     data = train_data(cfg, out, plain)
     if not data.read_text(encoding="utf-8").strip():
         raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
     if not (folder / "train_summary.json").is_file():
-        cstar_dev = cfg.train_dev == "cstar" and not plain  # carved out of C*, calls kept
-        carved = cstar_dev or bool(cfg.cstar_dataset)  # a dataset brings no held-out documents of its own
-        run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
-                                 dev_data=None if carved else str(out / "corpus" / "dev.jsonl"),
-                                 dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
-                                 lora=cfg.lora, max_steps=cfg.train_steps,
-                                 effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
-                                 learning_rate=cfg.learning_rate, max_length=cfg.max_length,
-                                 eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
+        run_training(train_config(cfg, out, plain, data))
     return folder
 
 
-def train_data(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
+def train_data(cfg: ExperimentConfig, out: Path, plain: bool, write: bool = True) -> Path:
     """The file a fine-tuning run reads: +CC every annotated text, the tool run C* (or, with
-    cstar_texts all, every text with its calls where kept)."""
+    cstar_texts all, every text with its calls where kept, written beside the annotation unless
+    ``write`` is False)."""
     data = out / "annotate" / ("documents.jsonl" if plain else "corpus.jsonl")
     if not plain and cfg.cstar_texts == "all" and data.read_text(encoding="utf-8").strip():
-        data = _every_text(out)
+        data = _every_text(out) if write else out / CSTAR_ALL
     return data
 
 
@@ -252,9 +267,12 @@ def stage_probe(cfg: ExperimentConfig, out: Path) -> Path:
     return path
 
 
+CSTAR_ALL = "cstar-all.jsonl"
+
+
 def _every_text(out: Path) -> Path:
     """The paper's C* beside the annotation: every annotated text, calls written in where kept."""
-    path = out / "cstar-all.jsonl"
+    path = out / CSTAR_ALL
     _jsonl(path, every_text(_rows(out / "annotate" / "documents.jsonl"), _rows(out / "annotate" / "corpus.jsonl")))
     return path
 
@@ -298,7 +316,8 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
         tasks = [retrievable_only(t, read_flags(out / "ceiling" / f"{t.name}.jsonl")) for t in tasks]
     for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
         lm = load_lm(model)
-        info = {"model": model, "lama_search": cfg.lama_search}
+        # model_id: the same model wherever the run folder lies (a copied or moved run resumes)
+        info = {"model": model, "model_id": model_identity(model), "lama_search": cfg.lama_search}
         evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, settings,
                  data_dir(cfg), folder, tools=tools, limit=cfg.eval_limit, batch_size=cfg.eval_batch,
                  seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
@@ -315,9 +334,26 @@ def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
 def _complete(cfg: ExperimentConfig, out: Path) -> dict[str, Callable[[], bool]]:
     """What on disk says each stage is finished (the stage's own marker, written last)."""
     return {"corpus": lambda: (out / "corpus" / "train.jsonl").is_file(),
-            "annotate": lambda: (out / "annotate" / "manifest.json").is_file(),
+            "annotate": lambda: _annotated(cfg, out),
             "train (tools)": lambda: (out / "train-tools" / "train_summary.json").is_file(),
             "train (+CC)": lambda: (out / "train-cc" / "train_summary.json").is_file()}
+
+
+def _annotated(cfg: ExperimentConfig, out: Path) -> bool:
+    """The annotation is finished and its outputs are what its manifest recorded. One whose C*,
+    summary or candidates were cut off or edited counts as unfinished, so the stage runs again and
+    the runner rebuilds them from the shards (a traceback or a C* cut short otherwise)."""
+    manifest = out / "annotate" / "manifest.json"
+    if not manifest.is_file():
+        return False
+    if cfg.cstar_dataset:
+        return True
+    try:
+        listed = "files" in json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # the manifest itself cut: the runner rebuilds it
+    # The runner says which files it rebuilds; a manifest listing no files has nothing to check against.
+    return not listed or not Runner(annotate_config(cfg, out)).damaged_outputs()
 
 
 def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:
@@ -362,10 +398,51 @@ def _rebuild_ledger(out: Path, steps, ledger: Ledger, complete) -> None:
     log.warning("rebuilt %s from %s for the finished stages", ledger.path, made)
 
 
+def check_unfinished(cfg: ExperimentConfig, out: Path, complete) -> None:
+    """A stage a kill cut short resumes only under the settings it began with, and the annotation
+    runner and the trainer refuse others; decided here too, from their own records, so that a
+    refused re-run has not already rewritten experiment.json (item 6 of issue 29)."""
+    begun = out / "annotate" / "run.json"
+    if not complete["annotate"]() and begun.is_file() and not cfg.cstar_dataset:
+        have = read_json(begun, f"delete {begun.parent} to annotate anew").get("settings", {})
+        diff = settings_differ(have, semantic_settings(annotate_config(cfg, out)))
+        if diff:
+            raise ConfigError(f"{begun.parent} holds an unfinished annotation made with other settings "
+                              f"({', '.join(f'{k}: {have.get(k)!r}' for k in diff)}); re-run with those to resume it, "
+                              f"or use another --out, or delete {begun.parent} to annotate anew")
+    for stage, plain in (("train (tools)", False), ("train (+CC)", True)):
+        folder = train_folder(out, plain)
+        if complete.get(stage, lambda: True)() or not (out / "annotate" / "manifest.json").is_file():
+            continue
+        diff = resume_differs(train_config(cfg, out, plain, train_data(cfg, out, plain, write=False)), folder)
+        if diff:
+            raise ConfigError(f"{folder} holds checkpoints of an unfinished fine-tuning run with other "
+                              f"{', '.join(diff)}; re-run with its settings to resume it, or use another --out, "
+                              f"or delete {folder} to train anew")
+
+
+def check_finished(cfg: ExperimentConfig, out: Path, complete) -> None:
+    """A finished fine-tuning run whose summary or weights were cut off or edited would be skipped
+    and then fail the probe, the evaluation or the report: one error naming the file and the fix,
+    before anything runs. (A damaged annotation output is rebuilt from its shards instead: see
+    ``_complete``.)"""
+    for stage, plain in (("train (tools)", False), ("train (+CC)", True)):
+        folder = train_folder(out, plain)
+        if not complete[stage]():
+            continue
+        fix = f"delete {folder} to fine-tune it again (the rest of the run is kept)"
+        read_json(folder / "train_summary.json", fix)
+        cut = any((folder / n).is_file() for n in ("model.safetensors", "adapter_model.safetensors"))
+        problem = weights_problem(folder) if cut else None  # none at all: the loader's own error says so
+        if problem:
+            raise ConfigError(f"{folder} is damaged: {problem} (cut off or edited?); {fix}")
+
+
 def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
     """Every refusal that can be decided from disk, before anything is written: an --out that no
     experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
-    nothing to say which), and --results that another configuration wrote."""
+    nothing to say which), an unfinished one begun with other settings, and --results that another
+    configuration wrote."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; pass a folder (it is created if missing)")
     if out.is_dir() and any(out.iterdir()) and not ((out / STAGES_FILE).is_file() or (out / "experiment.json").is_file()):
@@ -376,6 +453,8 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
     for name, guard, _ in steps:
         if guard:
             ledger.check(name, stage_settings(cfg, guard), complete[name]())
+    check_unfinished(cfg, out, complete)
+    check_finished(cfg, out, complete)
     if cfg.results and Path(cfg.results).exists() and not Path(cfg.results).is_dir():
         raise ConfigError(f"--results {cfg.results} is a file; pass a folder for the report (it is created if missing)")
     made = Path(cfg.results) / "results.json"

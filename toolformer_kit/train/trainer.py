@@ -283,29 +283,42 @@ def check_resume(cfg: TrainConfig, out: Path) -> None:
     """A checkpoint is continued only by the run that made it: other data, learning rate or step
     count would train on from a state those settings never made (and the card would state them).
     Refused with the settings that differ; the identity is written the first time."""
+    keys = resume_differs(cfg, out)
+    if keys:
+        raise ConfigError(f"{out} holds checkpoints of a run with other {', '.join(keys)}; resuming would continue "
+                          "it under these settings: pass another --out, or --no-resume to start over there")
+    write_atomic(out / RUN_FILE, json.dumps(run_identity(cfg), indent=1))
+
+
+def resume_differs(cfg: TrainConfig, out: Path) -> list[str]:
+    """What differs between ``cfg`` and the run whose checkpoints ``out`` holds (none: [], and
+    nothing to resume: []). Reads only, so a caller can refuse before it writes anything."""
     path = out / RUN_FILE
+    if not (path.is_file() and (out / CHECKPOINTS).is_dir()):
+        return []
     mine = run_identity(cfg)
-    if path.is_file() and (out / CHECKPOINTS).is_dir():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        keys = sorted({k for k in set(old["settings"]) | set(mine["settings"])
-                       if old["settings"].get(k) != mine["settings"].get(k)}
-                      | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
-        if keys:
-            raise ConfigError(f"{out} holds checkpoints of a run with other {', '.join(keys)}; resuming would continue "
-                              "it under these settings: pass another --out, or --no-resume to start over there")
-    write_atomic(path, json.dumps(mine, indent=1))
+    old = json.loads(path.read_text(encoding="utf-8"))
+    return sorted({k for k in set(old["settings"]) | set(mine["settings"])
+                   if old["settings"].get(k) != mine["settings"].get(k)}
+                  | {k for k in ("data", "dev_data") if old.get(k) != mine[k]})
 
 
-def _last_checkpoint(out: Path, resume: bool) -> str | None:
+def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
     """The newest checkpoint that is whole: one cut off by a kill (its trainer_state.json or
     weights unreadable) is skipped with a warning naming it, so a re-run resumes from the one
-    before instead of failing on every try."""
+    before instead of failing on every try. The run's last step is skipped too (a kill after it,
+    before the summary): the Trainer resumed there runs a step 'max_steps + 1' that trains nothing
+    but logs an extra evaluation and loss, so the summary and report differed from an
+    uninterrupted run's (the kill -9 campaign found it); the steps since the one before are redone."""
     folder = out / CHECKPOINTS
     if not (resume and folder.is_dir()):
         return None
     steps = sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
                    key=lambda p: int(p.name[11:]), reverse=True)
     for ckpt in steps:
+        if int(ckpt.name[11:]) >= max_steps:
+            log.info("not resuming from %s: it is the run's last step; redoing the steps since the one before", ckpt)
+            continue
         problem = checkpoint_problem(ckpt)
         if problem is None:
             log.info("resuming from %s", ckpt)
@@ -321,8 +334,14 @@ def checkpoint_problem(ckpt: Path) -> str | None:
         json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return f"{state.name} is unreadable ({exc.__class__.__name__})"
-    weights = [ckpt / n for n in ("model.safetensors", "adapter_model.safetensors") if (ckpt / n).is_file()]
-    if not weights and not (ckpt / "pytorch_model.bin").is_file():
+    return weights_problem(ckpt)
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why the weights in ``folder`` (a checkpoint or a finished run) cannot be loaded: none there,
+    or a safetensors file cut short; None when they read."""
+    weights = [folder / n for n in ("model.safetensors", "adapter_model.safetensors") if (folder / n).is_file()]
+    if not weights and not (folder / "pytorch_model.bin").is_file():
         return "it holds no weights"
     for w in weights:
         try:
@@ -395,7 +414,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     grad_accum = accumulation_steps(cfg.effective_batch, cfg.batch_size, world)
     bf16 = cfg.resolved_bf16(on_gpu=_device(cfg) != "cpu")
-    resume_from = _last_checkpoint(out, cfg.resume)
+    resume_from = _last_checkpoint(out, cfg.resume, cfg.max_steps)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     prepared = prepare_data(cfg, tokenizer)
     if len(prepared["train"]) == 0:
