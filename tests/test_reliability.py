@@ -3,6 +3,16 @@
 One row per hostile input: the command, the expected exit code, a fragment of the one error line,
 and a check on disk that nothing was written and nothing lost (every file's bytes before == after).
 Rows that reach the model (the corpus decode checks) load the embedded SmolLM2 and are marked.
+
+Issue 29's cases that are sequences rather than one command (kill, cut, copy, then re-run) are
+tested beside their module, each against the bytes or summary of an uninterrupted run:
+5 (a cut last evaluation record) tests/eval/test_harness.py::test_resume_skips_done_examples*;
+8 (a run folder copied or spelled relative) tests/eval/test_eval_out.py::test_a_model_is_the_same*,
+tests/annotate/test_runner.py::test_a_run_resumes_whatever_the_spelling_of_its_corpus_path and
+tests/test_sigkill_experiment.py::test_a_copied_run_with_cut_files_resumes_to_the_same_outputs;
+9 (resume under other settings) tests/train/test_train_run.py::test_a_checkpoint_is_resumed_only_by_the_run_that_made_it;
+10 (one step trains; determinism; resume == uninterrupted) tests/train/test_train_run.py and
+benchmarks/campaign_sigkill_experiment.py (kill -9 at 20 points over the experiment's stages).
 """
 
 from __future__ import annotations
