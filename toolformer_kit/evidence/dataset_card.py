@@ -134,8 +134,6 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     if getattr(cfg, "recipe", "math") == "search":
         return search_card(cfg, s, rows, n_texts, verdict)
     sel = s["selection"]
-    best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
-    border = sorted(rows, key=lambda r: r["score"])[:SHOW]
     lines = [_header(n_texts), "# C* for the Calculator: Qwen 0.5B annotating arithmetic text at the paper's settings", "",
              f"**{s['kept'][[k['tau_f'] for k in s['kept']].index(cfg.tau_f)]['calls']} calls after merging at τf "
              f"{cfg.tau_f}, in {n_texts} texts**, from {s['windows_annotated']} of {s['windows_selected']} selected "
@@ -186,16 +184,7 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     wph = s["windows_per_hour"]
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; "
               f"annotation took {s['annotation_seconds'] / 3600:.2f} h of compute ({wph} windows per hour); "
-              f"stage seconds: {s['stage_seconds']}.", "",
-              f"## The {SHOW} best calls", ""] + _calls_table(best) + [
-              "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
-              "", "## Are the kept calls useful?", ""]
-    if verdict:
-        lines += [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held "
-                  f"{verdict['as_of']}, **{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** "
-                  "were judged useful (each call with its verdict: `judged.json`). " + verdict["how"], ""]
-    else:
-        lines += ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
+              f"stage seconds: {s['stage_seconds']}.", ""] + _examples_and_judgement(rows, verdict, "each call with its verdict: ")
     lines += ["## Limits", "", "- Text of two kinds only (worked maths solutions, encyclopaedia leads), not a web "
               "crawl; the paper kept 3,680 Calculator calls at τf 0.5 from over a million CCNet documents.",
               "- Scores come from one model in one dtype per shard; bf16 scores differ from fp32 by up to ~0.17 "
@@ -203,6 +192,21 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     return "\n".join(lines)
 
 
+
+
+def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str = "") -> list[str]:
+    """The card sections every campaign shares: its best and borderline kept calls, then whether a
+    random sample of them was judged useful (``where`` words the pointer to judged.json)."""
+    best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
+    border = sorted(rows, key=lambda r: r["score"])[:SHOW]
+    lines = [f"## The {SHOW} best calls", ""] + _calls_table(best) + [
+             "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
+             "", "## Are the kept calls useful?", ""]
+    if verdict:
+        return lines + [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held "
+                        f"{verdict['as_of']}, **{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} "
+                        f"%)** were judged useful ({where}`judged.json`). " + verdict["how"], ""]
+    return lines + ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
 
 
 def _kept_lines(s: dict) -> list[str]:
@@ -218,8 +222,6 @@ def _kept_lines(s: dict) -> list[str]:
 def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
     """The card of a search campaign (issue 28): WikiSearch and QA on Wikipedia summaries."""
     sel = s["selection"]
-    best = sorted(rows, key=lambda r: -r["score"])[:SHOW]
-    border = sorted(rows, key=lambda r: r["score"])[:SHOW]
     at = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]
     lines = [_header(n_texts, f"WikiSearch and QA, {cfg.model} as M"),
              f"# C* for WikiSearch and QA: {cfg.model} annotating Wikipedia summaries at the paper's τf", "",
@@ -251,16 +253,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
              f"τf {cfg.tau_f}; seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
              f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s)
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
-              f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", "",
-              f"## The {SHOW} best calls", ""] + _calls_table(best) + [
-              "", f"## The {SHOW} borderline calls (lowest scores still kept)", ""] + _calls_table(border) + [
-              "", "## Are the kept calls useful?", ""]
-    if verdict:
-        lines += [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held {verdict['as_of']}, "
-                  f"**{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} %)** were judged useful "
-                  "(`judged.json`). " + verdict["how"], ""]
-    else:
-        lines += ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
+              f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]
+    lines += _examples_and_judgement(rows, verdict)
     lines += ["## Limits", "", "- One kind of text (encyclopaedia leads, 10,033 at most), not a web crawl; the paper "
               "kept its WikiSearch and QA calls from CCNet.",
               "- Both tools search the same 10,033 summaries (less the held-out ones), not all of Wikipedia.", ""]

@@ -26,7 +26,7 @@ from .funnel import funnel_rows
 from .oracle import pilot_cells
 from .qa_check import qa_cells
 from .recipe import eval_tasks
-from .results import (COLUMNS, LABEL, columns, goal_check, git_commit, headline_rows, pct, task_funnels,
+from .results import (COLUMNS, LABEL, columns, diff_ci, goal_check, git_commit, headline_rows, pct, task_funnels,
                       tools_setting, verdict_blocks, verdict_text, with_ci)
 
 log = logging.getLogger(__name__)
@@ -225,9 +225,7 @@ def _try_cells(t: Mapping) -> tuple:
     e = t.get("endpoint")
     if t.get("missing") or not e:
         return (t["results"], "missing" if t.get("missing") else "no endpoint", "–", "–", t.get("command", ""))
-    ci = e["pooled_ci95"]
-    diff = "–" if e["pooled_diff"] is None else f"{100 * e['pooled_diff']:+.1f}" + (
-        f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+    diff = diff_ci({"diff": e["pooled_diff"], "diff_ci95": e["pooled_ci95"]})
     wf = e["well_formed"]["rate"]
     return (t["results"], "met" if e["met"] else "not met", diff, "–" if wf is None else f"{100 * wf:.0f} %",
             t.get("command", ""))
