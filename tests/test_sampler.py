@@ -244,3 +244,16 @@ def test_attention_is_restored_after_sampling(lm):
     before = lm.model.config._attn_implementation
     sample(lm, n=1)
     assert lm.model.config._attn_implementation == before
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2-sliding"])
+def test_fused_prefill_draws_what_the_unfused_one_does(one_thread, arch, monkeypatch):
+    """Prefills go through fused SDPA; the unfused path (the spans' scores masked by hand) is the
+    definition it must match, on a model with a sliding window too."""
+    from toolformer_kit.lm import hf_slots
+
+    model = tiny_lm(arch)
+    cfg = SamplingConfig(max_new_tokens=10, seed=3, temperature=0.8)
+    fused = triples(sample(model, n=3, cfg=cfg, rows=9, stop_when=some_letters))
+    monkeypatch.setattr(hf_slots, "FUSED_PREFILL", False)
+    assert fused == triples(sample(model, n=3, cfg=cfg, rows=9, stop_when=some_letters))

@@ -196,3 +196,53 @@ def test_stats_count_every_outcome():
 
 def test_registry_tool_objects_are_the_engines():
     assert ToolEngine()._tool("Calculator") is get_tool("Calculator")
+
+
+def _batched(name, fn, calls, size=2, **kw):
+    """A tool whose batch_fn records each batch it is given."""
+    def batch(texts):
+        calls.append(list(texts))
+        return [fn(t) for t in texts]
+    return _tool(name, fn, batch_fn=batch, batch_size=size, **kw)
+
+
+def test_batched_tool_gets_its_calls_in_chunks():
+    batches = []
+    tool = _batched("Up", str.upper, batches, size=2)
+    engine = ToolEngine({"Up": tool})
+    out = engine.run([ToolCall("Up", t) for t in ["a", "b", "a", "c", "d", "e"]])
+    assert [r.result for r in out] == ["A", "B", "A", "C", "D", "E"]
+    assert batches == [["a", "b"], ["c", "d"], ["e"]]  # identical calls once, chunks of 2
+    assert engine.stats["Up"].results == 6 and engine.stats["Up"].calls == 6
+    assert engine.run([ToolCall("Up", "z")])[0].result == "Z" and len(batches) == 3  # one call: no batch
+
+
+def test_a_raising_batch_is_rerun_call_by_call():
+    def fn(text):
+        if text == "bad":
+            raise ValueError("bad input")
+        return text.upper()
+
+    batches = []
+    engine = ToolEngine({"Up": _batched("Up", fn, batches, size=8)})
+    out = engine.run([ToolCall("Up", t) for t in ["a", "bad", "c"]])
+    assert [r.result for r in out] == ["A", None, "C"]  # the failure costs its own call only
+    assert "ValueError" in out[1].error and engine.stats["Up"].failures == 1
+
+
+def test_a_hanging_batch_times_out_as_a_whole(release):
+    tool = _batched("Hang", lambda t: release.wait(60) and "late", [], size=2, timeout=0.2)
+    engine = ToolEngine({"Hang": tool})
+    start = time.monotonic()
+    out = engine.run([ToolCall("Hang", "a"), ToolCall("Hang", "b")])
+    assert time.monotonic() - start < 5
+    assert all(r.result is None and "timed out" in r.error for r in out)
+    assert engine.stats["Hang"].timeouts == 2
+
+
+def test_batch_fn_with_the_wrong_number_of_results_is_a_clear_error():
+    tool = _tool("Up", str.upper, batch_fn=lambda texts: ["only one"])
+    with pytest.raises(ValueError, match="one result .or None. per input"):
+        tool.run_many(["a", "b"])
+    engine = ToolEngine({"Up": tool})
+    assert [r.result for r in engine.run([ToolCall("Up", "a"), ToolCall("Up", "b")])] == ["A", "B"]

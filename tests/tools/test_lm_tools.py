@@ -61,6 +61,17 @@ def test_qa_no_answer_is_no_result(reply):
     assert qa_tool(lm=ScriptedLM(reply))("Who painted the Mona Lisa?") is None
 
 
+def test_qa_batch_answers_as_one_call_at_a_time_does():
+    questions = ["Who painted the Mona Lisa?", "zzzz qqqq", "Who wrote Pride and Prejudice?", "Who built it?"]
+    replies = [" Leonardo da Vinci.\n", " Jane Austen\n", " unknown\n"]
+    one = qa_tool(lm=ScriptedLM(*replies))
+    single = [one(q) for q in questions]
+    lm = ScriptedLM(*replies)
+    batched = qa_tool(lm=lm).run_many(questions)
+    assert batched == single == ["Leonardo da Vinci", None, "Jane Austen", None]
+    assert len(lm.prompts) == 3  # a question without retrieved sentences asks the reader nothing
+
+
 def test_mt_detects_language_and_skips_english():
     lm = ScriptedLM(" The library opens at nine.\n")
     tool = mt_tool(lm=lm)
@@ -119,6 +130,18 @@ def test_qa_answers_from_a_retrieved_passage(qwen):
     with open(default_corpus(), encoding="utf-8") as fh:
         summaries = {v["title"]: v["extract"] for v in json.load(fh).values()}
     assert answer in summaries["Mona Lisa"]
+
+
+@pytest.mark.real_model
+def test_qa_batch_on_qwen_runs_the_reader_head_once_and_agrees(qwen):
+    from toolformer_kit.tools.lmtool import split_shared
+    from toolformer_kit.tools.qa import reader_head, reader_prompt
+
+    tool = qa_tool(lm=qwen)
+    questions = ["Who painted the Mona Lisa?", "Who wrote Pride and Prejudice?", "What is the capital of Kenya?"]
+    assert tool.run_many(questions) == [tool(q) for q in questions]
+    shared, tails = split_shared(qwen, [reader_prompt(questions[0], [("A", "b.")])], reader_head())
+    assert shared == reader_head() and tails[0].startswith("Passages:")
 
 
 @pytest.mark.real_model

@@ -35,6 +35,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 ATTENTION = "toolformer_slots"
+FUSED_PREFILL = True  # prefills through fused SDPA (False: the unfused path, for benchmarks and tests)
 HEADS, ROWS = "heads", "rows"
 
 
@@ -149,6 +150,8 @@ def slot_attention(module, query, key, value, attention_mask, scaling=None, drop
                                       dropout=dropout, softcap=softcap, **kwargs)
     if kwargs.get("s_aux") is not None:
         raise NotImplementedError("attention sinks are not supported by the slot sampler")
+    if FUSED_PREFILL and cache.target.groups is None and query.shape[2] > 1 and not softcap:
+        return _prefill_attention(cache, module.layer_idx, query, key, value, attention_mask, scaling)
     rows, heads, q, dim = query.shape
     groups = key.shape[1]
     rq = heads // groups * q  # the queries of one K/V head: its query heads times the tokens
@@ -162,6 +165,21 @@ def slot_attention(module, query, key, value, attention_mask, scaling=None, drop
     parts = torch.split(p.to(value.dtype).view(rows, groups, rq, -1), [t.shape[-1] for t in scores], dim=-1)
     out = sum(weigh(part, v) for part, (_, weigh, _, v) in zip(parts, spans))
     return out.reshape(rows, heads, q, dim).transpose(1, 2).contiguous(), None
+
+
+def _prefill_attention(cache: SlotCache, layer: int, query, key, value, attention_mask, scaling):
+    """A prefill (prompt + own columns, no head span) through fused SDPA: the prompt's K/V are
+    repeated per row, cheap next to the (rows, heads, q, keys) scores the unfused path
+    materialises and masks in fp32 (measured: 6.4 of 10.7 s prefilling 32 QA prompts)."""
+    if cache.prefix:
+        k0, v0 = cache.prefix[layer]
+        rows = query.shape[0]
+        key = torch.cat([k0.expand(rows, *k0.shape), key], dim=2)
+        value = torch.cat([v0.expand(rows, *v0.shape), value], dim=2)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attention_mask.to(query.dtype), scale=scaling,
+        enable_gqa=key.shape[1] != query.shape[1])
+    return out.transpose(1, 2).contiguous(), None
 
 
 def _spans(cache: SlotCache, layer: int, key: torch.Tensor, value: torch.Tensor) -> list[tuple]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from ..calls import normalize_result
 from ..registry import Registry
@@ -111,6 +111,11 @@ class Tool:
     engine's), ``concurrency`` (most calls at once; 1 for a tool behind one model) and
     ``prepare`` (slow one-off setup, such as loading a model, that the engine runs before timing
     calls). ``example_input`` and ``no_result_hint`` make messages concrete.
+
+    ``batch_fn`` (optional) answers many inputs at once, one result or None per input, in order:
+    a tool behind a model answers a batch in one generation pass instead of one pass per call
+    (the QA reader: ~1.4 s per call alone on two CPU cores). The engine hands it at most
+    ``batch_size`` inputs at a time; it must give what ``fn`` would give for each input.
     """
 
     name: str
@@ -128,6 +133,8 @@ class Tool:
     prepare: Optional[Callable[[], None]] = None
     example_input: str = "hi"
     no_result_hint: str = "the tool found nothing for this input"
+    batch_fn: Optional[Callable[[Sequence[str]], Sequence[Optional[str]]]] = None
+    batch_size: int = 32
 
     def __call__(self, text: str) -> Optional[str]:
         """The result, or None for no result (including input :meth:`check_input` refuses)."""
@@ -136,6 +143,23 @@ class Tool:
             log.debug("%s: %s", self.name, problem)
             return None
         return clean_result(self.fn(text))
+
+    def run_many(self, texts: Sequence[str]) -> list[Optional[str]]:
+        """One result per text, as :meth:`__call__` gives it, through ``batch_fn`` where there is one.
+
+        >>> shout = Tool("Shout", str.upper, "", [], batch_fn=lambda xs: [x.upper() for x in xs])
+        >>> shout.run_many(["hi", "", "yo"])
+        ['HI', None, 'YO']
+        """
+        if self.batch_fn is None:
+            return [self(t) for t in texts]
+        fine = list(dict.fromkeys(t for t in texts if not self.check_input(t)))
+        raw = list(self.batch_fn(fine)) if fine else []
+        if len(raw) != len(fine):
+            raise ValueError(f"{self.name}'s batch_fn gave {len(raw)} results for {len(fine)} inputs; "
+                             "it must give one result (or None) per input, in order")
+        got = {t: clean_result(r) for t, r in zip(fine, raw)}
+        return [got.get(t) for t in texts]
 
     def check_input(self, text: object) -> Optional[str]:
         return input_problem(text, self.name, self.takes_input, self.max_input_chars, self.example_input)

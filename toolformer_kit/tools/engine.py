@@ -17,6 +17,10 @@ Why each part:
   and outside their clocks, with no timeout: building an index of a full dump legitimately takes
   long. A tool with ``concurrency=1`` (the model-backed ones) gets one call at a time, so a call
   waiting for the model is not counted as hanging.
+* **Batches.** A tool with a ``batch_fn`` (QA's reader) gets its pending calls in chunks of
+  ``batch_size``, each chunk one generation pass in one worker thread whose timeout is the sum of
+  its calls' timeouts. A chunk that raises is re-run call by call, so a bad input still costs only
+  its own call; a chunk that overruns costs its calls (they time out together).
 * **Counters.** Per tool: calls, cache hits, no-results, failures, timeouts, seconds.
 
 >>> from toolformer_kit.calls import ToolCall
@@ -213,6 +217,15 @@ def _worker(tool: Tool, text: str, key: int, out: "queue.Queue") -> None:
     out.put((key, result, error, time.perf_counter() - start))
 
 
+def _batch_worker(tool: Tool, texts: list[str], out: "queue.Queue") -> None:
+    start = time.perf_counter()
+    try:
+        results, error = tool.run_many(texts), None
+    except BaseException as exc:  # isolation, as in _worker; the caller re-runs the chunk call by call
+        results, error = None, f"{tool.name} failed: {type(exc).__name__}: {exc}"
+    out.put((results, error, time.perf_counter() - start))
+
+
 class ToolEngine:
     """Executes batches of :class:`ToolCall` against a set of tools (default: the registry)."""
 
@@ -337,6 +350,11 @@ class ToolEngine:
                 for job in [j for j in jobs if j[0] == name]:
                     done[job] = ExecResult(None, error)
         waiting = [j for j in jobs if j not in done]
+        for name in {j[0] for j in waiting if tools[j[0]].batch_fn is not None}:
+            mine = [j for j in waiting if j[0] == name]
+            if len(mine) > 1:
+                done.update(self._run_batches(tools[name], [j[1] for j in mine]))
+                waiting = [j for j in waiting if j not in done]
         out: queue.Queue = queue.Queue()  # one per batch: late results of abandoned calls land here unread
         running: dict[int, tuple[tuple[str, str], float, threading.Thread]] = {}
         serial = 0
@@ -353,6 +371,35 @@ class ToolEngine:
                 before = len(done)
                 self._collect(out, running, done, tools)
                 bar.update(len(done) - before)
+        return done
+
+    def _run_batches(self, tool: Tool, texts: list[str]) -> dict[tuple[str, str], ExecResult]:
+        """Results of the chunks that ran as batches; a chunk that raised is left out (the caller
+        runs its calls one by one)."""
+        done: dict[tuple[str, str], ExecResult] = {}
+        size = max(1, tool.batch_size)
+        chunks = [texts[i:i + size] for i in range(0, len(texts), size)]
+        for chunk in tqdm(chunks, desc=f"{tool.name} batches", unit=" batch", leave=False,
+                          disable=not self.progress or len(chunks) < 2):
+            out: queue.Queue = queue.Queue()
+            thread = threading.Thread(target=_batch_worker, args=(tool, chunk, out), daemon=True,
+                                      name=f"tool-{tool.name}-batch")
+            thread.start()
+            limit = self._limit(tool) * len(chunk)
+            try:
+                results, error, seconds = out.get(timeout=limit)
+            except queue.Empty:
+                self._abandoned.append(thread)
+                log.warning("a batch of %d %s calls timed out after %.1f s; its thread is abandoned",
+                            len(chunk), tool.name, limit)
+                done.update({(tool.name, t): ExecResult(None, f"timed out after {limit:g} s (a batch of "
+                             f"{len(chunk)})", False, limit / len(chunk)) for t in chunk})
+                continue
+            if error is not None:
+                log.warning("%s; running its %d calls one by one", error, len(chunk))
+                continue
+            done.update({(tool.name, t): ExecResult(r, None, False, seconds / len(chunk))
+                         for t, r in zip(chunk, results)})
         return done
 
     def _startable(self, waiting: list, running: dict, tools: dict[str, Tool]) -> list[tuple[str, str]]:

@@ -86,13 +86,20 @@ def _passage_block(passages: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"({i}) {title}: {text}" for i, (title, text) in enumerate(passages, 1))
 
 
+def _reader_block(passages: Sequence[tuple[str, str]], question: str, answer: str = "") -> str:
+    block = f"Passages:\n{_passage_block(passages)}\nQuestion: {question}\nAnswer:"
+    return block + (f" {answer}" if answer else "")
+
+
+def reader_head() -> str:
+    """What every reader prompt starts with: the instruction and the worked examples (run once
+    per batch of questions)."""
+    return "\n\n".join([READER_INSTRUCTION] + [_reader_block(*ex) for ex in READER_EXAMPLES]) + "\n\n"
+
+
 def reader_prompt(question: str, passages: Sequence[tuple[str, str]]) -> str:
     """Instruction, worked examples, then the retrieved passages and the question."""
-    blocks = [READER_INSTRUCTION]
-    for ex_passages, ex_question, ex_answer in READER_EXAMPLES + [(passages, question, "")]:
-        block = f"Passages:\n{_passage_block(ex_passages)}\nQuestion: {ex_question}\nAnswer:"
-        blocks.append(block + (f" {ex_answer}" if ex_answer else ""))
-    return "\n\n".join(blocks)
+    return reader_head() + _reader_block(passages, question)
 
 
 def clean_answer(text: str) -> Optional[str]:
@@ -180,6 +187,29 @@ def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: in
     return grounded(answer, [sent for _, sent in chosen], question)
 
 
+def answer_many_from_sentences(questions: Sequence[str], reader: LazyLM, index: BM25Index,
+                               k: int = SENTENCE_PASSAGES, top: int = SENTENCES,
+                               max_new_tokens: int = 16) -> list[Optional[str]]:
+    """:func:`answer_from_sentences` for many questions, the reader run once over all of them."""
+    chosen = [rank_sentences(q, index.search(q, k), top) for q in questions]
+    asked = [i for i, c in enumerate(chosen) if c]
+    prompts = [reader_prompt(questions[i], list(reversed(chosen[i]))) for i in asked]
+    replies = dict(zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())))
+    return [grounded(clean_answer(replies[i]), [s for _, s in chosen[i]], q) if i in replies else None
+            for i, q in enumerate(questions)]
+
+
+def answer_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = PASSAGES,
+                max_new_tokens: int = 16) -> list[Optional[str]]:
+    """:func:`answer_question` for many questions, the reader run once over all of them."""
+    hits = [index.search(q, k) for q in questions]
+    asked = [i for i, h in enumerate(hits) if h]
+    prompts = [reader_prompt(questions[i], [(h.title, snippet(h.text, max_sentences=8, max_chars=PASSAGE_CHARS))
+                                            for h in reversed(hits[i])]) for i in asked]
+    replies = dict(zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())))
+    return [clean_answer(replies[i]) if i in replies else None for i in range(len(questions))]
+
+
 def _demo(before: str, question: str, after: str) -> tuple[str, str]:
     return before + after, before + format_call(ToolCall("QA", question)) + after
 
@@ -214,6 +244,7 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
     sentence_level = retrieval == "sentences"
     k = k or (SENTENCE_PASSAGES if sentence_level else PASSAGES)
     answer = answer_from_sentences if sentence_level else answer_question
+    answer_all = answer_many_from_sentences if sentence_level else answer_many
     reader = LazyLM(model, MODEL_ENV, lm)
     holder: dict[str, BM25Index] = {}
 
@@ -229,6 +260,7 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
     return Tool(
         name=name,
         fn=lambda question: answer(question, reader, index(), k),
+        batch_fn=lambda questions: answer_all(questions, reader, index(), k),
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,
