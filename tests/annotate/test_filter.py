@@ -85,6 +85,45 @@ def test_scorer_only_runs_what_the_weights_need():
     assert sorted(seen) == [9, 9, 9]  # ε, e(c, ε), e(c, r): once each, cut after x_{4+4}
 
 
+def _floor_case():
+    """Three calls at position 3: the result helps a lot, helps a little, or hurts."""
+    table = {"eps": [0.5, 0.5, 0.5, 0.02, 0.30, 0.50], "bare": [0.5, 0.5, 0.5, 0.03, 0.30, 0.50],
+             "plus": [0.5, 0.5, 0.5, 0.90, 0.60, 0.55]}
+
+    class Results(TableLM):  # "-> 7]" helps (the table's plus), "-> 8]" hurts, "-> 9]" helps a little
+        def token_logprobs(self, prefixes, continuations):
+            out = []
+            for p, c in zip(prefixes, continuations):
+                text = "".join(map(chr, p))
+                row = {"8]": [0.5, 0.5, 0.5, 0.01, 0.2, 0.4], "9]": [0.5, 0.5, 0.5, 0.05, 0.3, 0.5]}
+                key = next((k for k in row if k in text), None)
+                out.append(np.log(np.array(row[key][: len(c)])) if key else super().token_logprobs([p], [c])[0])
+            return out
+
+    lm = Results(table)
+    cands = [R.Candidate("d", "Calculator", 3, 2, 0.5, "", input=i, result=r, score_position=3)
+             for i, r in (("3 + 4", "7"), ("3 + 5", "8"), ("3 + 6", "9"))]
+    return lm, lm.encode(" abcde"), cands
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.1])
+def test_a_score_floor_skips_only_what_cannot_reach_it(floor):
+    lm, doc, exact = _floor_case()
+    score_candidates(BatchedScorer(lm), [doc], [0] * 3, exact, {"Calculator": 1.0})
+    lm, doc, fast = _floor_case()
+    scorer = BatchedScorer(lm)
+    score_candidates(scorer, [doc], [0] * 3, fast, {"Calculator": 1.0}, floor=floor)
+    for a, b in zip(exact, fast):
+        assert b.score >= a.score  # a bound where skipped, the score itself elsewhere
+        for tau in (floor, 0.5, 1.0, 2.0):  # every decision at τf ≥ floor is the exact one
+            assert (a.score >= tau) == (b.score >= tau)
+        if b.L_call_noresult is not None:
+            assert (b.L_call_noresult, b.score, b.kept) == (a.L_call_noresult, a.score, a.kept)
+    skipped = [b for b in fast if b.L_call_noresult is None]
+    assert len(skipped) == 1 and skipped[0].result == "8" and skipped[0].score < floor
+    assert scorer.stats.sequences == 1 + 3 + 2  # ε, three e(c, r), e(c, ε) of the two above the bound
+
+
 def test_unscorable_candidates_are_left_alone():
     lm = TableLM({k: [0.5] * 10 for k in ("eps", "bare", "plus")})
     c = R.Candidate("d", "Calculator", 1, 0, 0.5, "Calculator(1 +", status=R.UNCLOSED)

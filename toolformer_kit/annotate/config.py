@@ -51,6 +51,9 @@ class AnnotateConfig:
     call_cost: float = _f(0.0, "cost λ of a call in nats: keep a call iff L⁻ − L⁺ ≥ τf + λ (0 = the paper's rule)")
     per_tool: list[str] = _f([], "per-tool overrides TOOL.SETTING=VALUE (SETTING: tau_s, k, m, tau_f, call_cost), "
                                  "e.g. Calendar.tau_s=0,WikiSearch.call_cost=0.5")
+    score_floor: Optional[float] = _f(None, "skip scoring the call without its result where L(ε) − L⁺ already "
+                                             "puts the score below this (decisions at τf ≥ it unchanged; "
+                                             "the scores below it are then upper bounds); default: score all")
     report_tau_f: list[float] = _f([0.5, 1.0, 2.0], "thresholds for the kept-counts table in the summary")
     max_new_tokens: int = _f(32, "token budget for one sampled call")
     temperature: float = _f(1.0, "sampling temperature (0 = greedy)")
@@ -100,7 +103,7 @@ def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs
 # still resume (a run made without call_cost was made at λ = 0).
-ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": ""}
+ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": "", "score_floor": None}
 
 # Settings that do not change what a run writes: a resumed run may differ in these.
 NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",

@@ -22,6 +22,13 @@ positions where it was sampled; a sequence is cut after the last token a weight 
 (max i + 4); the output head runs only on the rows a weight needs; and all prefixes of a batch of
 documents go through the model together, grouped by similar length (:func:`length_groups`) under
 the LM's token budget.
+
+**A score floor** (optional, ``floor``): score = min(L_i(ε), L_i(e(c, ε))) − L⁺ ≤ L_i(ε) − L⁺, so a
+call with L_i(ε) − L⁺ below the floor cannot reach it whatever L_i(e(c, ε)) is. Where every
+decision that will ever be taken is at τf ≥ floor (a bank that keeps only scores ≥ 0 and rebuilds
+C* at τf ≥ 0), e(c, ε) is scored only for the calls above the bound: L_call_noresult stays None on
+the others and ``score`` holds the bound (still below the floor). Every decision at τf ≥ floor is
+the one the full computation takes; only the values of scores below the floor change.
 """
 
 from __future__ import annotations
@@ -257,35 +264,54 @@ class _Plan:
             self.requests[n] = Request(req.doc, req.prefix, req.positions + (position,))
 
 
+def _losses(scorer: BatchedScorer, docs, pairs, kinds: Sequence[str]) -> dict:
+    """{(doc, kind, key, position): L} for the (candidate, doc) ``pairs`` and prefix ``kinds``
+    (eps: no call, bare: e(c, ε), plus: e(c, r)), each distinct prefix scored once."""
+    plan, lm, wanted = _Plan(), scorer.lm, []
+    for c, d in pairs:
+        i = c.score_position
+        for kind in kinds:
+            key, prefix = {"eps": (None, ()),
+                           "bare": ((c.tool, c.input), lambda: call_prefix(lm, ToolCall(c.tool, c.input or "", ""))),
+                           "plus": ((c.tool, c.input, c.result), lambda: call_prefix(lm, c.call))}[kind]
+            plan.add(d, kind, key, prefix() if callable(prefix) else prefix, i)
+            wanted.append((d, kind, key, i))
+    found = scorer.losses(docs, plan.requests)
+    return {(d, kind, key, i): found[plan.index[(d, kind, key)]][i] for d, kind, key, i in wanted}
+
+
 def score_candidates(scorer: BatchedScorer, docs: Sequence[Sequence[int]], doc_of: Sequence[int],
                      candidates: Sequence[Candidate], tau_f: dict[str, float],
-                     call_cost: dict[str, float] | None = None) -> None:
+                     call_cost: dict[str, float] | None = None, floor: float | None = None) -> None:
     """Fill L_eps, L_call_noresult, L_plus, L_minus, score and kept of every scorable candidate
     (kept iff score ≥ τf + λ of its tool; λ absent = 0).
 
     ``doc_of[n]`` is the index in ``docs`` of candidate n's document; its ``score_position`` must
-    be set. Candidates that are not scorable (no parse, no result) are left untouched.
+    be set. Candidates that are not scorable (no parse, no result) are left untouched. ``floor``:
+    see the module's "score floor" (None: every loss is computed).
     """
-    plan = _Plan()
-    lm = scorer.lm
-    for c, d in zip(candidates, doc_of):
-        if not c.scorable:
-            continue
+    pairs = [(c, d) for c, d in zip(candidates, doc_of) if c.scorable]
+    cost = call_cost or {}
+    if floor is None:
+        found = _losses(scorer, docs, pairs, ("eps", "bare", "plus"))
+        above = pairs
+    else:
+        found = _losses(scorer, docs, pairs, ("eps", "plus"))
+        above = [(c, d) for c, d in pairs if _bound(found, c, d) >= floor]
+        found.update(_losses(scorer, docs, above, ("bare",)))
+    for c, d in pairs:
         i = c.score_position
-        plan.add(d, "eps", None, (), i)
-        plan.add(d, "bare", (c.tool, c.input), call_prefix(lm, ToolCall(c.tool, c.input or "", "")), i)
-        plan.add(d, "plus", (c.tool, c.input, c.result), call_prefix(lm, c.call), i)
-    found = scorer.losses(docs, plan.requests)
-    for c, d in zip(candidates, doc_of):
-        if not c.scorable:
-            continue
-        i = c.score_position
-        get = lambda kind, key: found[plan.index[(d, kind, key)]][i]  # noqa: E731
-        c.L_eps = get("eps", None)
-        c.L_call_noresult = get("bare", (c.tool, c.input))
-        c.L_plus = get("plus", (c.tool, c.input, c.result))
-        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, c.L_call_noresult, c.L_plus, tau_f[c.tool],
-                                                    (call_cost or {}).get(c.tool, 0.0))
+        c.L_eps = found[(d, "eps", None, i)]
+        c.L_plus = found[(d, "plus", (c.tool, c.input, c.result), i)]
+        c.L_call_noresult = found.get((d, "bare", (c.tool, c.input), i))
+        bare = c.L_eps if c.L_call_noresult is None else c.L_call_noresult  # the bound, below the floor
+        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, bare, c.L_plus, tau_f[c.tool], cost.get(c.tool, 0.0))
+
+
+def _bound(found: dict, c: Candidate, d: int) -> float:
+    """L_i(ε) − L⁺: the most the score can be, whatever L_i(e(c, ε)) is."""
+    i = c.score_position
+    return found[(d, "eps", None, i)] - found[(d, "plus", (c.tool, c.input, c.result), i)]
 
 
 def naive_losses(lm, doc: Sequence[int], call: ToolCall, position: int) -> tuple[float, float, float]:

@@ -162,6 +162,7 @@ class ShardAnnotator:
                 if c.score_position is None and c.status == R.OK:
                     c.status, c.error = R.UNPARSABLE, "the call site is not a token start for the scorer"
         before = self.scorer.stats.body_tokens
-        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f, cost)
+        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f, cost,
+                         floor=self.cfg.score_floor)
         stats.tokens["scoring"] += self.scorer.stats.body_tokens - before
         stats.seconds["scoring"] += time.perf_counter() - t0

@@ -113,15 +113,16 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     """The annotation settings every shard runs at. math: the Calculator alone; the strict pre-filter
     (cue word or a result triple, ``calculator_rate`` 0) skips windows without arithmetic, such as a
     problem's tail. search: WikiSearch and QA over :func:`search_corpus_path`, never returning the
-    summary being annotated."""
+    summary being annotated. Both score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
+    the bank keeps only scores ≥ 0, so e(c, ε) is scored only where it can change what is kept."""
     if cfg.recipe == "search":
         return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES["search"]), tau_s=cfg.tau_s,
                               k=cfg.k, m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed,
                               dtype=cfg.dtype, wiki_exclude_self=True, wiki_corpus=str(search_corpus_path(cfg)),
-                              out=cfg.work, progress=False)
+                              out=cfg.work, progress=False, score_floor=0.0)
     return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calculator"], tau_s=cfg.tau_s, k=cfg.k,
                           m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
-                          calculator_rate=0.0, out=cfg.work, progress=False)
+                          calculator_rate=0.0, out=cfg.work, progress=False, score_floor=0.0)
 
 
 # ------------------------------------------------------------------ the run
