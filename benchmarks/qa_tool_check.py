@@ -32,22 +32,27 @@ def main(argv=None, lm=None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks; missing files are skipped")
     ap.add_argument("--limit", type=int, default=30, help="retrievable questions per task")
     ap.add_argument("--limit-other", type=int, default=15, help="not-retrievable questions per task")
+    ap.add_argument("--offset", type=int, default=0,
+                    help="skip the first N retrievable questions per task (tune on them, report on the next)")
+    ap.add_argument("--offset-other", type=int, default=0, help="skip the first N not-retrievable questions per task")
     ap.add_argument("--data-dir", default=None, help="benchmark folder (default: ../shared/data/benchmarks)")
     ap.add_argument("--corpus", default=None, help="search corpus (default: WikiSearch's, the 10,033 summaries)")
     ap.add_argument("--out", default="runs/qa-tool-check")
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    if args.limit < 1 or args.limit_other < 0:
-        print(f"error: --limit must be ≥ 1 and --limit-other ≥ 0, got {args.limit} and {args.limit_other}",
+    if args.limit < 1 or args.limit_other < 0 or args.offset < 0 or args.offset_other < 0:
+        print(f"error: --limit must be ≥ 1, --limit-other and the offsets ≥ 0, got {args.limit}, "
+              f"{args.limit_other}, {args.offset} and {args.offset_other}",
               file=sys.stderr)
         return 2
     try:
-        from toolformer_kit.tools.qa import qa_tool
+        from toolformer_kit.tools.qa import QAReader
 
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
         tasks = available_tasks([t for t in args.tasks.split(",") if t], data_dir)
-        tools = {r: qa_tool(model=args.model, lm=lm, corpus=args.corpus, retrieval=r) for r in args.retrievals.split(",") if r}
+        readers = {r: QAReader(model=args.model, lm=lm, corpus=args.corpus, retrieval=r)
+                   for r in args.retrievals.split(",") if r}
         from toolformer_kit.evidence.ceiling import bm25_search
 
         search = bm25_search(args.corpus)
@@ -55,8 +60,8 @@ def main(argv=None, lm=None) -> int:
             from toolformer_kit.lm.base import set_threads
 
             set_threads(args.threads)
-        result = run_qa_check(tasks, data_dir, search, {name: tool.fn for name, tool in tools.items()}, args.out,
-                              limit=args.limit, limit_other=args.limit_other)
+        result = run_qa_check(tasks, data_dir, search, readers, args.out, limit=args.limit,
+                              limit_other=args.limit_other, offset=args.offset, offset_other=args.offset_other)
     except (ConfigError, KeyError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -40,6 +40,7 @@ Answer:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..calls import ToolCall, format_call
@@ -176,27 +177,63 @@ def grounded(answer: Optional[str], context: Sequence[str], question: str) -> Op
     return answer
 
 
+@dataclass
+class Reading:
+    """One question's trip through the sentence reader, kept for diagnosis (``qa_tool_check``
+    logs it): what the reader read, what it wrote, and why that was or was not the answer."""
+
+    question: str
+    chosen: list[tuple[str, str]]
+    raw: Optional[str] = None
+    answer: Optional[str] = None
+    why: str = "no sentence"  # no sentence | unknown | not grounded | answered
+
+    def trace(self) -> dict:
+        return {"answer": self.answer, "raw": self.raw, "why": self.why,
+                "sentences": [f"{t}: {s}" for t, s in self.chosen]}
+
+
+def judge(reading: Reading, raw: str) -> Reading:
+    """Fill in the reader's reply ``raw``: the answer if it is clean and :func:`grounded`, else why not.
+
+    >>> judge(Reading("Where was Einstein born?", [("Albert Einstein", "He was born in Ulm.")]), " Ulm.").trace()["why"]
+    'answered'
+    """
+    reading.raw = raw
+    cleaned = clean_answer(raw)
+    reading.answer = grounded(cleaned, [s for _, s in reading.chosen], reading.question)
+    reading.why = "answered" if reading.answer else ("unknown" if cleaned is None else "not grounded")
+    return reading
+
+
+def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
+              top: int = SENTENCES, max_new_tokens: int = 16) -> list[Reading]:
+    """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
+    over all questions that have sentences (best sentence last), each reply judged."""
+    readings = [Reading(q, rank_sentences(q, index.search(q, k), top)) for q in questions]
+    asked = [r for r in readings if r.chosen]
+    prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
+    for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
+        judge(reading, raw)
+    return readings
+
+
 def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
                           top: int = SENTENCES, max_new_tokens: int = 16) -> Optional[str]:
     """Sentence-level retrieval over the top ``k`` passages, the reader on the ``top`` best
     sentences (best last), and its answer kept only if :func:`grounded` in them."""
-    chosen = rank_sentences(question, index.search(question, k), top)
-    if not chosen:
+    reading = Reading(question, rank_sentences(question, index.search(question, k), top))
+    if not reading.chosen:
         return None
-    answer = clean_answer(reader.complete(reader_prompt(question, list(reversed(chosen))), max_new_tokens))
-    return grounded(answer, [sent for _, sent in chosen], question)
+    raw = reader.complete(reader_prompt(question, list(reversed(reading.chosen))), max_new_tokens)
+    return judge(reading, raw).answer
 
 
 def answer_many_from_sentences(questions: Sequence[str], reader: LazyLM, index: BM25Index,
                                k: int = SENTENCE_PASSAGES, top: int = SENTENCES,
                                max_new_tokens: int = 16) -> list[Optional[str]]:
     """:func:`answer_from_sentences` for many questions, the reader run once over all of them."""
-    chosen = [rank_sentences(q, index.search(q, k), top) for q in questions]
-    asked = [i for i, c in enumerate(chosen) if c]
-    prompts = [reader_prompt(questions[i], list(reversed(chosen[i]))) for i in asked]
-    replies = dict(zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())))
-    return [grounded(clean_answer(replies[i]), [s for _, s in chosen[i]], q) if i in replies else None
-            for i, q in enumerate(questions)]
+    return [r.answer for r in read_many(questions, reader, index, k, top, max_new_tokens)]
 
 
 def answer_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = PASSAGES,
@@ -234,42 +271,62 @@ DEMONSTRATIONS = [
 ]
 
 
+class QAReader:
+    """The QA tool's retrieval and reader, without the Tool around it: ``answer``, ``answer_many``
+    and ``trace_many`` (the answer with what was read and written, for ``qa_tool_check``)."""
+
+    def __init__(self, model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
+                 k: int | None = None, retrieval: str = "sentences"):
+        if retrieval not in RETRIEVALS:
+            raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
+        self.sentence_level = retrieval == "sentences"
+        self.k = k or (SENTENCE_PASSAGES if self.sentence_level else PASSAGES)
+        self.reader = LazyLM(model, MODEL_ENV, lm)
+        self.corpus = corpus
+        self._index: Optional[BM25Index] = None
+
+    def index(self) -> BM25Index:
+        if self._index is None:
+            self._index = BM25Index(self.corpus) if self.corpus else default_index()
+        return self._index
+
+    def prepare(self) -> None:
+        self.index().index()
+        self.reader.get()
+
+    def answer(self, question: str) -> Optional[str]:
+        fn = answer_from_sentences if self.sentence_level else answer_question
+        return fn(question, self.reader, self.index(), self.k)
+
+    def answer_many(self, questions: Sequence[str]) -> list[Optional[str]]:
+        fn = answer_many_from_sentences if self.sentence_level else answer_many
+        return fn(questions, self.reader, self.index(), self.k)
+
+    def trace_many(self, questions: Sequence[str]) -> list[dict]:
+        if not self.sentence_level:
+            return [{"answer": a} for a in self.answer_many(questions)]
+        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k)]
+
+
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
             k: int | None = None, name: str = "QA", retrieval: str = "sentences") -> Tool:
     """A QA tool: BM25 passages from ``corpus`` read by ``lm`` (or the model named ``model``);
     ``retrieval`` "sentences" (the best sentences of the top ``k`` = 3 passages, a grounded span or
     nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is)."""
-    if retrieval not in RETRIEVALS:
-        raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
-    sentence_level = retrieval == "sentences"
-    k = k or (SENTENCE_PASSAGES if sentence_level else PASSAGES)
-    answer = answer_from_sentences if sentence_level else answer_question
-    answer_all = answer_many_from_sentences if sentence_level else answer_many
-    reader = LazyLM(model, MODEL_ENV, lm)
-    holder: dict[str, BM25Index] = {}
-
-    def index() -> BM25Index:
-        if "index" not in holder:
-            holder["index"] = BM25Index(corpus) if corpus else default_index()
-        return holder["index"]
-
-    def prepare() -> None:
-        index().index()
-        reader.get()
-
+    qa = QAReader(model, lm, corpus, k, retrieval)
     return Tool(
         name=name,
-        fn=lambda question: answer(question, reader, index(), k),
-        batch_fn=lambda questions: answer_all(questions, reader, index(), k),
+        fn=qa.answer,
+        batch_fn=qa.answer_many,
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,
         description="short answer span from the best sentences of BM25 passages, read by an LM (default: Qwen 0.5B); "
                     "no result unless the span is in them",
-        version=f"reader={reader.name}|k={k}|corpus={corpus or 'default'}" + ("|sentences" if sentence_level else ""),
+        version=f"reader={qa.reader.name}|k={qa.k}|corpus={corpus or 'default'}" + ("|sentences" if qa.sentence_level else ""),
         timeout=60.0,
         concurrency=1,
-        prepare=prepare,
+        prepare=qa.prepare,
         max_input_chars=300,
         example_input="Who painted the Mona Lisa?",
         no_result_hint="the reader found no short answer in the retrieved passages",
