@@ -25,6 +25,18 @@ from toolformer_kit.evidence.qa_check import qa_table, run_qa_check
 TASKS = ("webquestions", "nq", "triviaqa", "lama-trex", "wiki-cloze")
 
 
+def answerers(args, lm, reader_class) -> dict:
+    """One QA reader per retrieval, and per sentence count for sentence retrieval (named
+    "sentences" when there is one count, else "sentences-5" etc.)."""
+    tops = [int(n) for n in args.sentences.split(",") if n]
+    out = {}
+    for r in (r for r in args.retrievals.split(",") if r):
+        for top in tops if r == "sentences" else [0]:
+            name = f"{r}-{top}" if r == "sentences" and len(tops) > 1 else r
+            out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r, top=top or 4)
+    return out
+
+
 def main(argv=None, lm=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="the reader (default: the QA tool's, $TOOLFORMER_QA_MODEL or Qwen 0.5B)")
@@ -32,6 +44,7 @@ def main(argv=None, lm=None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks; missing files are skipped")
     ap.add_argument("--limit", type=int, default=30, help="retrievable questions per task")
     ap.add_argument("--limit-other", type=int, default=15, help="not-retrievable questions per task")
+    ap.add_argument("--sentences", default="4", help="sentences the reader reads; several (4,5) compare them")
     ap.add_argument("--offset", type=int, default=0,
                     help="skip the first N retrievable questions per task (tune on them, report on the next)")
     ap.add_argument("--offset-other", type=int, default=0, help="skip the first N not-retrievable questions per task")
@@ -51,8 +64,7 @@ def main(argv=None, lm=None) -> int:
 
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
         tasks = available_tasks([t for t in args.tasks.split(",") if t], data_dir)
-        readers = {r: QAReader(model=args.model, lm=lm, corpus=args.corpus, retrieval=r)
-                   for r in args.retrievals.split(",") if r}
+        readers = answerers(args, lm, QAReader)
         from toolformer_kit.evidence.ceiling import bm25_search
 
         search = bm25_search(args.corpus)

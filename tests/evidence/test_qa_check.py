@@ -80,7 +80,7 @@ def test_the_sentence_reader_reads_the_sentences_that_share_the_question_words(s
     _, _, corpus = setup
     reader = Reader()
     tool = qa_tool(lm=reader, corpus=str(corpus))
-    assert tool("Where was Albert Einstein born?") == "Ulm"
+    assert tool("Where was Einstein born?") == "Ulm"
     block = reader.prompts[-1].split("\n\n")[-1]
     assert "He was born in Ulm." in block and "Zorblax" not in block
     assert block.index("Albert Einstein was a physicist.") < block.index("He was born in Ulm.")  # best last

@@ -39,16 +39,18 @@ Answer:
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 from ..calls import ToolCall, format_call
 from ..config import ConfigError
 from ..lm.base import LanguageModel
 from .base import PAPER_DEFAULT, Tool
 from .lmtool import LazyLM
-from .wikisearch import BM25Index, Hit, default_index, sentences, snippet
+from .wikisearch import BM25Index, Hit, default_index, read_corpus, sentences, snippet
 
 MODEL_ENV = "TOOLFORMER_QA_MODEL"
 MAX_ANSWER_WORDS = 12
@@ -56,6 +58,8 @@ PASSAGES = 2
 PASSAGE_CHARS = 600
 SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (evidence.ceiling.TOP)
 SENTENCES = 4
+TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts half
+MIN_SUPPORT = 0.35  # share of the question's word weight the answer's sentence must hold (support())
 RETRIEVALS = ("sentences", "passages")
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been being it its this that these those "
@@ -65,21 +69,31 @@ _WORD = re.compile(r"\w+")
 _ANSWER_NORM = re.compile(r"[^\w]+")
 
 READER_INSTRUCTION = (
-    "Answer each question with a short phrase copied from the passages. "
-    "If the passages do not contain the answer, write: unknown"
+    "Answer each question, or complete each statement, with the shortest phrase copied from the "
+    "passages. If the passages do not say, write: unknown"
 )
 
-# Worked examples for the reader, written for this project; the facts are in the passages.
+# Worked examples for the reader, written for this project; the facts are in the passages. The one
+# "unknown" comes first: a small reader copies the form of the example next to the question, and
+# the grounding and support checks (judge) are the main abstention rule. One input is a statement
+# to complete, as LAMA and cloze items are.
 READER_EXAMPLES = [
+    ([("Saturn", "Saturn is the sixth planet from the Sun and has a prominent ring system.")],
+     "Who was the first person on Mars?", "unknown"),
     ([("Danube", "The Danube is the second-longest river in Europe. It rises in the Black Forest in "
                   "Germany and flows into the Black Sea."),
       ("Rhine", "The Rhine begins in the Swiss Alps and flows to the North Sea.")],
      "Where does the Danube end?", "the Black Sea"),
-    ([("Telephone", "Alexander Graham Bell was granted the first US patent for the telephone in 1876."),
-      ("Radio", "Guglielmo Marconi sent radio signals across the Atlantic in 1901.")],
+    ([("Radio", "Guglielmo Marconi sent radio signals across the Atlantic in 1901."),
+      ("Telephone", "Alexander Graham Bell was granted the first US patent for the telephone in 1876.")],
      "In what year was the telephone patented?", "1876"),
-    ([("Saturn", "Saturn is the sixth planet from the Sun and has a prominent ring system.")],
-     "Who was the first person on Mars?", "unknown"),
+    ([("Serengeti", "The Serengeti is a savanna ecosystem in East Africa."),
+      ("Mount Kilimanjaro", "Mount Kilimanjaro is a dormant volcano in Tanzania. It is the highest "
+                            "mountain in Africa.")],
+     "Kilimanjaro, the highest mountain of its continent, is a dormant volcano in", "Tanzania"),
+    ([("Starry Night", "The Starry Night is an oil-on-canvas painting by the Dutch painter Vincent van Gogh, "
+                       "painted in June 1889.")],
+     "what kind of painting is the starry night?", "oil-on-canvas"),
 ]
 
 
@@ -104,8 +118,14 @@ def reader_prompt(question: str, passages: Sequence[tuple[str, str]]) -> str:
 
 
 def clean_answer(text: str) -> Optional[str]:
-    """The answer span, or None for "unknown", nothing, or a rambling sentence."""
-    answer = re.sub(r"\s+", " ", text).strip().strip("\"'").rstrip(".").strip()
+    """The answer span, or None for "unknown", nothing, or a rambling sentence. A reader that runs
+    on past its answer (an end-of-turn token, a second sentence) is cut back to the first sentence.
+
+    >>> clean_answer("Tunisia.<|im_end|>"), clean_answer("161. The dynasty comprised seven emperors")
+    ('Tunisia', '161')
+    """
+    text = re.sub(r"\s+", " ", text.split("<|", 1)[0]).strip()
+    answer = (sentences(text) or [""])[0].strip().strip("\"'").rstrip(".").strip()
     if not answer or answer.lower().startswith("unknown") or len(answer.split()) > MAX_ANSWER_WORDS:
         return None
     return answer
@@ -132,10 +152,51 @@ def content_words(text: str) -> set[str]:
     return {w[:6] for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
 
 
-def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES) -> list[tuple[str, str]]:
-    """The ``top`` (title, sentence) pairs of ``hits`` that share the most question words, best
-    first; a sentence's article title counts with it, and ties go to the better passage, then the
-    earlier sentence. Sentences sharing no word are never chosen.
+Weight = Callable[[str], float]
+
+
+def idf_weight(doc_freq: Mapping[str, int], n_docs: int) -> Weight:
+    """A content word's weight: its inverse document frequency in the corpus, so that a shared
+    rare word (a name) counts for more than a shared common one ("country"); an unseen word
+    weighs most.
+
+    >>> w = idf_weight({"danube": 3, "river": 400}, 10_000)
+    >>> w("danube") > w("river") > 0, w("zzz") > w("danube")
+    (True, True)
+    """
+    return lambda word: math.log((n_docs + 1) / (doc_freq.get(word, 0) + 0.5))
+
+
+_IDF: dict[str, Weight] = {}
+
+
+def corpus_idf(index: BM25Index) -> Weight:
+    """:func:`idf_weight` over the articles of ``index``'s corpus, counted once per corpus file per
+    process (~2 s for the 10,033 summaries)."""
+    key = str(index.corpus)
+    if key not in _IDF:
+        doc_freq: Counter[str] = Counter()
+        n_docs = 0
+        for title, text in read_corpus(index.corpus):
+            n_docs += 1
+            doc_freq.update(content_words(f"{title} {text}"))
+        _IDF[key] = idf_weight(doc_freq, n_docs)
+    return _IDF[key]
+
+
+def _overlap(want: set[str], words: set[str], title: set[str], weight: Weight | None) -> float:
+    """Weight of the question words a sentence holds, plus :data:`TITLE_WEIGHT` of those only its
+    article's title holds (the sentence may say "He" or "It")."""
+    w = weight or (lambda _: 1.0)
+    return sum(w(x) for x in want & words) + TITLE_WEIGHT * sum(w(x) for x in (want & title) - words)
+
+
+def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES,
+                   weight: Weight | None = None) -> list[tuple[str, str]]:
+    """The ``top`` (title, sentence) pairs of ``hits`` that hold the most question-word weight
+    (``weight``, e.g. :func:`corpus_idf`; default: each word 1), best first; a word in the
+    article's title only counts half, and ties go to the better passage, then the earlier sentence.
+    Sentences sharing no word are never chosen.
 
     >>> hits = [Hit("Ulm", "Ulm is a city on the Danube. It has a tall minster.", 2.0),
     ...         Hit("Albert Einstein", "Albert Einstein was a physicist. He was born in Ulm.", 1.0)]
@@ -147,11 +208,26 @@ def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES) -> 
     for rank, hit in enumerate(hits):
         title = content_words(hit.title)
         for j, sent in enumerate(sentences(" ".join(hit.text.split()))):
-            words = content_words(sent)
-            score = len(want & (words | title))
+            score = _overlap(want, content_words(sent), title, weight)
             if score > 0:
                 scored.append((-score, rank, j, hit.title, sent))
     return [(title, sent) for *_, title, sent in sorted(scored)[:top]]
+
+
+def support(answer: str, chosen: Sequence[tuple[str, str]], question: str, weight: Weight | None = None) -> float:
+    """The share of the question's word weight that the best sentence holding ``answer`` (with its
+    title) covers. Why: where the passages do not say, the reader still finds some span in a
+    sentence about something else; a sentence that states the answer shares most of the question.
+
+    >>> chosen = [("Albert Einstein", "He was born in Ulm."), ("Ulm", "Ulm is a city on the Danube.")]
+    >>> support("Ulm", chosen, "Where was Einstein born?"), support("the Danube", chosen, "Where was Einstein born?")
+    (0.75, 0.0)
+    """
+    want = content_words(question)
+    total = _overlap(want, want, set(), weight)
+    held = [_overlap(want, content_words(s), content_words(t), weight) for t, s in chosen
+            if _norm(answer) in _norm(s)]
+    return max(held, default=0.0) / total if total else 0.0
 
 
 def _norm(text: str) -> str:
@@ -159,8 +235,9 @@ def _norm(text: str) -> str:
 
 
 def grounded(answer: Optional[str], context: Sequence[str], question: str) -> Optional[str]:
-    """``answer`` if it is a span of the context (whole words, case and punctuation aside) and says
-    something the question does not; else None (the reader abstains).
+    """``answer`` if it is a span of the context (whole words, case and punctuation aside) and holds
+    a content word the question does not (whole words: "Germany" is news to "western German"); else
+    None (the reader abstains).
 
     >>> grounded("Ulm", ["He was born in Ulm."], "Where was Einstein born?")
     'Ulm'
@@ -172,9 +249,13 @@ def grounded(answer: Optional[str], context: Sequence[str], question: str) -> Op
     if not answer:
         return None
     text = _norm(" ".join(context))
-    if _norm(answer) not in text or not (content_words(answer) - content_words(question)):
+    if _norm(answer) not in text or not (_plain_words(answer) - _plain_words(question)):
         return None
     return answer
+
+
+def _plain_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
 
 
 @dataclass
@@ -186,47 +267,59 @@ class Reading:
     chosen: list[tuple[str, str]]
     raw: Optional[str] = None
     answer: Optional[str] = None
-    why: str = "no sentence"  # no sentence | unknown | not grounded | answered
+    why: str = "no sentence"  # no sentence | unknown | not grounded | unsupported | answered
+    support: Optional[float] = None
 
     def trace(self) -> dict:
-        return {"answer": self.answer, "raw": self.raw, "why": self.why,
+        return {"answer": self.answer, "raw": self.raw, "why": self.why, "support": self.support,
                 "sentences": [f"{t}: {s}" for t, s in self.chosen]}
 
 
-def judge(reading: Reading, raw: str) -> Reading:
-    """Fill in the reader's reply ``raw``: the answer if it is clean and :func:`grounded`, else why not.
+def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support: float = MIN_SUPPORT) -> Reading:
+    """Fill in the reader's reply ``raw``: the answer if it is clean, :func:`grounded` and its
+    sentence has :func:`support` ≥ ``min_support``; else None and why not.
 
-    >>> judge(Reading("Where was Einstein born?", [("Albert Einstein", "He was born in Ulm.")]), " Ulm.").trace()["why"]
-    'answered'
+    >>> r = judge(Reading("Where was Einstein born?", [("Albert Einstein", "He was born in Ulm.")]), " Ulm.")
+    >>> r.answer, r.why, r.support
+    ('Ulm', 'answered', 0.75)
     """
     reading.raw = raw
     cleaned = clean_answer(raw)
-    reading.answer = grounded(cleaned, [s for _, s in reading.chosen], reading.question)
-    reading.why = "answered" if reading.answer else ("unknown" if cleaned is None else "not grounded")
+    span = grounded(cleaned, [s for _, s in reading.chosen], reading.question)
+    if span:
+        reading.support = round(support(span, reading.chosen, reading.question, weight), 3)
+    reading.answer = span if span and reading.support >= min_support else None
+    reading.why = ("answered" if reading.answer else "unsupported" if span else
+                   "unknown" if cleaned is None else "not grounded")
     return reading
+
+
+def choose(question: str, index: BM25Index, k: int = SENTENCE_PASSAGES, top: int = SENTENCES) -> Reading:
+    """The question with its ``top`` sentences from the top ``k`` passages, ranked by idf weight."""
+    return Reading(question, rank_sentences(question, index.search(question, k), top, corpus_idf(index)))
 
 
 def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
               top: int = SENTENCES, max_new_tokens: int = 16) -> list[Reading]:
     """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
     over all questions that have sentences (best sentence last), each reply judged."""
-    readings = [Reading(q, rank_sentences(q, index.search(q, k), top)) for q in questions]
+    readings = [choose(q, index, k, top) for q in questions]
     asked = [r for r in readings if r.chosen]
     prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
     for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
-        judge(reading, raw)
+        judge(reading, raw, corpus_idf(index))
     return readings
 
 
 def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
                           top: int = SENTENCES, max_new_tokens: int = 16) -> Optional[str]:
     """Sentence-level retrieval over the top ``k`` passages, the reader on the ``top`` best
-    sentences (best last), and its answer kept only if :func:`grounded` in them."""
-    reading = Reading(question, rank_sentences(question, index.search(question, k), top))
+    sentences (best last), and its answer kept only if :func:`judge` finds it grounded and supported."""
+    reading = choose(question, index, k, top)
     if not reading.chosen:
         return None
     raw = reader.complete(reader_prompt(question, list(reversed(reading.chosen))), max_new_tokens)
-    return judge(reading, raw).answer
+    return judge(reading, raw, corpus_idf(index)).answer
 
 
 def answer_many_from_sentences(questions: Sequence[str], reader: LazyLM, index: BM25Index,
@@ -276,13 +369,14 @@ class QAReader:
     and ``trace_many`` (the answer with what was read and written, for ``qa_tool_check``)."""
 
     def __init__(self, model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
-                 k: int | None = None, retrieval: str = "sentences"):
+                 k: int | None = None, retrieval: str = "sentences", top: int = SENTENCES):
         if retrieval not in RETRIEVALS:
             raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
         self.sentence_level = retrieval == "sentences"
         self.k = k or (SENTENCE_PASSAGES if self.sentence_level else PASSAGES)
         self.reader = LazyLM(model, MODEL_ENV, lm)
         self.corpus = corpus
+        self.top = top
         self._index: Optional[BM25Index] = None
 
     def index(self) -> BM25Index:
@@ -295,17 +389,19 @@ class QAReader:
         self.reader.get()
 
     def answer(self, question: str) -> Optional[str]:
-        fn = answer_from_sentences if self.sentence_level else answer_question
-        return fn(question, self.reader, self.index(), self.k)
+        if self.sentence_level:
+            return answer_from_sentences(question, self.reader, self.index(), self.k, self.top)
+        return answer_question(question, self.reader, self.index(), self.k)
 
     def answer_many(self, questions: Sequence[str]) -> list[Optional[str]]:
-        fn = answer_many_from_sentences if self.sentence_level else answer_many
-        return fn(questions, self.reader, self.index(), self.k)
+        if self.sentence_level:
+            return answer_many_from_sentences(questions, self.reader, self.index(), self.k, self.top)
+        return answer_many(questions, self.reader, self.index(), self.k)
 
     def trace_many(self, questions: Sequence[str]) -> list[dict]:
         if not self.sentence_level:
             return [{"answer": a} for a in self.answer_many(questions)]
-        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k)]
+        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top)]
 
 
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
