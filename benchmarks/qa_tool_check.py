@@ -28,12 +28,13 @@ TASKS = ("webquestions", "nq", "triviaqa", "lama-trex", "wiki-cloze")
 def answerers(args, lm, reader_class) -> dict:
     """One QA reader per retrieval, and per sentence count for sentence retrieval (named
     "sentences" when there is one count, else "sentences-5" etc.)."""
-    tops = [int(n) for n in args.sentences.split(",") if n]
+    tops = [int(n) for n in (args.sentences or "").split(",") if n] or [0]
     out = {}
     for r in (r for r in args.retrievals.split(",") if r):
         for top in tops if r == "sentences" else [0]:
             name = f"{r}-{top}" if r == "sentences" and len(tops) > 1 else r
-            out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r, top=top or 4)
+            extra = {"top": top} if top else {}  # else the tool's own SENTENCES
+            out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r, **extra)
     return out
 
 
@@ -44,7 +45,8 @@ def main(argv=None, lm=None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks; missing files are skipped")
     ap.add_argument("--limit", type=int, default=30, help="retrievable questions per task")
     ap.add_argument("--limit-other", type=int, default=15, help="not-retrievable questions per task")
-    ap.add_argument("--sentences", default="4", help="sentences the reader reads; several (4,5) compare them")
+    ap.add_argument("--sentences", default=None,
+                    help="sentences the reader reads (default: the tool's, 5); several (4,5) compare them")
     ap.add_argument("--offset", type=int, default=0,
                     help="skip the first N retrievable questions per task (tune on them, report on the next)")
     ap.add_argument("--offset-other", type=int, default=0, help="skip the first N not-retrievable questions per task")
