@@ -70,6 +70,7 @@ PASSAGE_CHARS = 600
 SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (evidence.ceiling.TOP)
 SENTENCES = 5
 TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts half
+READER_REVISION = 2  # in the tool's version (the engine's cache key): bump when the prompt or the checks change
 MIN_SUPPORT = 0.35  # share of the question's word weight the answer's sentence must hold (support())
 RETRIEVALS = ("sentences", "passages")
 STOPWORDS = frozenset(
@@ -430,7 +431,8 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
         settings=PAPER_DEFAULT,
         description="short answer span from the best sentences of BM25 passages, read by an LM (default: Qwen 0.5B); "
                     "no result unless the span is in them",
-        version=f"reader={qa.reader.name}|k={qa.k}|corpus={corpus or 'default'}" + ("|sentences" if qa.sentence_level else ""),
+        version=f"reader={qa.reader.name}|k={qa.k}|corpus={corpus or 'default'}|v{READER_REVISION}"
+                + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else ""),
         timeout=60.0,
         concurrency=1,
         prepare=qa.prepare,
