@@ -25,6 +25,19 @@ from toolformer_kit.evidence.qa_check import qa_table, run_qa_check
 TASKS = ("webquestions", "nq", "triviaqa", "lama-trex", "wiki-cloze")
 
 
+def answerers(args, lm, reader_class) -> dict:
+    """One QA reader per retrieval, and per sentence count for sentence retrieval (named
+    "sentences" when there is one count, else "sentences-5" etc.)."""
+    tops = [int(n) for n in (args.sentences or "").split(",") if n] or [0]
+    out = {}
+    for r in (r for r in args.retrievals.split(",") if r):
+        for top in tops if r == "sentences" else [0]:
+            name = f"{r}-{top}" if r == "sentences" and len(tops) > 1 else r
+            extra = {"top": top} if top else {}  # else the tool's own SENTENCES
+            out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r, **extra)
+    return out
+
+
 def main(argv=None, lm=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="the reader (default: the QA tool's, $TOOLFORMER_QA_MODEL or Qwen 0.5B)")
@@ -32,22 +45,28 @@ def main(argv=None, lm=None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks; missing files are skipped")
     ap.add_argument("--limit", type=int, default=30, help="retrievable questions per task")
     ap.add_argument("--limit-other", type=int, default=15, help="not-retrievable questions per task")
+    ap.add_argument("--sentences", default=None,
+                    help="sentences the reader reads (default: the tool's, 5); several (4,5) compare them")
+    ap.add_argument("--offset", type=int, default=0,
+                    help="skip the first N retrievable questions per task (tune on them, report on the next)")
+    ap.add_argument("--offset-other", type=int, default=0, help="skip the first N not-retrievable questions per task")
     ap.add_argument("--data-dir", default=None, help="benchmark folder (default: ../shared/data/benchmarks)")
     ap.add_argument("--corpus", default=None, help="search corpus (default: WikiSearch's, the 10,033 summaries)")
     ap.add_argument("--out", default="runs/qa-tool-check")
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    if args.limit < 1 or args.limit_other < 0:
-        print(f"error: --limit must be ≥ 1 and --limit-other ≥ 0, got {args.limit} and {args.limit_other}",
+    if args.limit < 1 or args.limit_other < 0 or args.offset < 0 or args.offset_other < 0:
+        print(f"error: --limit must be ≥ 1, --limit-other and the offsets ≥ 0, got {args.limit}, "
+              f"{args.limit_other}, {args.offset} and {args.offset_other}",
               file=sys.stderr)
         return 2
     try:
-        from toolformer_kit.tools.qa import qa_tool
+        from toolformer_kit.tools.qa import QAReader
 
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
         tasks = available_tasks([t for t in args.tasks.split(",") if t], data_dir)
-        tools = {r: qa_tool(model=args.model, lm=lm, corpus=args.corpus, retrieval=r) for r in args.retrievals.split(",") if r}
+        readers = answerers(args, lm, QAReader)
         from toolformer_kit.evidence.ceiling import bm25_search
 
         search = bm25_search(args.corpus)
@@ -55,8 +74,8 @@ def main(argv=None, lm=None) -> int:
             from toolformer_kit.lm.base import set_threads
 
             set_threads(args.threads)
-        result = run_qa_check(tasks, data_dir, search, {name: tool.fn for name, tool in tools.items()}, args.out,
-                              limit=args.limit, limit_other=args.limit_other)
+        result = run_qa_check(tasks, data_dir, search, readers, args.out, limit=args.limit,
+                              limit_other=args.limit_other, offset=args.offset, offset_other=args.offset_other)
     except (ConfigError, KeyError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -80,7 +80,7 @@ def test_the_sentence_reader_reads_the_sentences_that_share_the_question_words(s
     _, _, corpus = setup
     reader = Reader()
     tool = qa_tool(lm=reader, corpus=str(corpus))
-    assert tool("Where was Albert Einstein born?") == "Ulm"
+    assert tool("Where was Einstein born?") == "Ulm"
     block = reader.prompts[-1].split("\n\n")[-1]
     assert "He was born in Ulm." in block and "Zorblax" not in block
     assert block.index("Albert Einstein was a physicist.") < block.index("He was born in Ulm.")  # best last
@@ -111,3 +111,32 @@ def test_the_report_shows_the_qa_tool_s_own_accuracy(setup, tmp_path):
     text = R.to_markdown(_qa_tool_blocks(_side_result(str(out))))
     assert "## The QA tool's own accuracy" in text and "right on retrievable questions 50.0 % (goal ≥ 50: met)" in text
     assert "| nq | retrievable | 2 | 50.0 [9.5, 90.5] | 0.0 [0.0, 65.8] | 50.0 [9.5, 90.5] |" in text
+
+
+def test_an_offset_reports_on_questions_past_the_tuning_ones(setup, tmp_path):
+    script, data, corpus = setup
+    out = tmp_path / "held-out"
+    assert script.main(["--tasks", "nq", "--data-dir", str(data), "--corpus", str(corpus), "--out", str(out),
+                        "--limit", "5", "--offset", "1", "--offset-other", "1"], lm=Reader()) == 0
+    first = tmp_path / "tuning"
+    assert script.main(["--tasks", "nq", "--data-dir", str(data), "--corpus", str(corpus), "--out", str(first),
+                        "--limit", "1", "--limit-other", "1"], lm=Reader()) == 0
+    held = [json.loads(line) for line in (out / "sentences.jsonl").read_text().splitlines()]
+    tuned = [json.loads(line) for line in (first / "sentences.jsonl").read_text().splitlines()]
+    assert len(held) == 1 and held[0]["subset"] == "retrievable"  # the one other question was skipped
+    assert {r["id"] for r in held}.isdisjoint(r["id"] for r in tuned) and len(tuned) == 2
+    assert json.loads((out / "results.json").read_text())["offset"] == 1
+
+
+def test_the_jsonl_says_what_the_reader_read_and_wrote(setup, tmp_path):
+    script, data, corpus = setup
+    out = tmp_path / "out"
+    assert script.main(["--tasks", "nq", "--data-dir", str(data), "--corpus", str(corpus), "--out", str(out),
+                        "--sentences", "4,5"], lm=Reader()) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert sorted(result["answerers"]) == ["sentences-4", "sentences-5"]
+    recs = {r["question"]: r for r in map(json.loads, (out / "sentences-4.jsonl").read_text().splitlines())}
+    ulm = recs["where was albert einstein born"]
+    assert (ulm["raw"], ulm["why"], ulm["answer"]) == ("Ulm", "answered", "Ulm") and ulm["support"] > 0.5
+    assert "Albert Einstein: He was born in Ulm." in ulm["sentences"]
+    assert recs["what river flows through ulm"]["why"] == "not grounded"  # "Ulm" only repeats the question

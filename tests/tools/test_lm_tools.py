@@ -61,6 +61,16 @@ def test_qa_no_answer_is_no_result(reply):
     assert qa_tool(lm=ScriptedLM(reply))("Who painted the Mona Lisa?") is None
 
 
+def test_qa_cuts_a_reader_that_runs_on_and_abstains_on_an_unsupported_span():
+    assert qa_tool(lm=ScriptedLM(" Leonardo da Vinci.<|im_end|>Question\n"))("Who painted the Mona Lisa?") \
+        == "Leonardo da Vinci"
+    from toolformer_kit.tools.qa import Reading, judge
+
+    chosen = [("Ulm", "Ulm is a city on the Danube."), ("Albert Einstein", "Albert Einstein was a physicist.")]
+    reading = judge(Reading("Which river did Einstein swim in as a boy?", chosen), " the Danube")
+    assert reading.answer is None and reading.why == "unsupported" and reading.support < 0.35
+
+
 def test_qa_batch_answers_as_one_call_at_a_time_does():
     questions = ["Who painted the Mona Lisa?", "zzzz qqqq", "Who wrote Pride and Prejudice?", "Who built it?"]
     replies = [" Leonardo da Vinci.\n", " Jane Austen\n", " unknown\n"]

@@ -52,19 +52,39 @@ def outcome(answer: Optional[str], gold: Sequence[str]) -> str:
 
 
 def split_questions(task: Task, data_dir: str | Path, search: Search, limit: int | None,
-                    limit_other: int | None) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
-    """(id, question, gold) per subset: the first ``limit`` retrievable and ``limit_other`` other
-    examples in the evaluation's hash order."""
+                    limit_other: int | None, offset: int = 0,
+                    offset_other: int = 0) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
+    """(id, question, gold) per subset: ``limit`` retrievable and ``limit_other`` other examples in
+    the evaluation's hash order, after skipping the first ``offset`` and ``offset_other`` of them.
+    Why skip: tune the tool on the first ones and report on the next, never-seen ones (a
+    held-out split that stays fixed as the limits grow)."""
     out: dict[str, list] = {s: [] for s in SUBSETS}
+    skip = {"retrievable": offset, "not retrievable": offset_other}
     caps = {"retrievable": limit, "not retrievable": limit_other}
     for ex in subset(task.load(data_dir), None):
         if all(caps[s] is not None and len(out[s]) >= caps[s] for s in SUBSETS):
             break
         question = question_of(ex.prompt)
         where = SUBSETS[0] if retrievable(ex.answers, search(question, TOP)) else SUBSETS[1]
-        if caps[where] is None or len(out[where]) < caps[where]:
+        if skip[where] > 0:
+            skip[where] -= 1
+        elif caps[where] is None or len(out[where]) < caps[where]:
             out[where].append((ex.id, question, ex.answers))
     return out
+
+
+def ask_all(answerer, questions: Sequence[str]) -> list[dict]:
+    """``{"answer": ..., ...}`` per question from ``answerer``: its ``trace_many`` (the answer and
+    how it was reached), else its ``answer_many`` (one batched pass), else one call per question.
+
+    >>> ask_all(str.upper, ["a", "b"])
+    [{'answer': 'A'}, {'answer': 'B'}]
+    """
+    if hasattr(answerer, "trace_many"):
+        return [dict(t) for t in answerer.trace_many(list(questions))]
+    if hasattr(answerer, "answer_many"):
+        return [{"answer": a} for a in answerer.answer_many(list(questions))]
+    return [{"answer": answerer(q)} for q in questions]
 
 
 def qa_rows(records: Sequence[Mapping]) -> list[dict]:
@@ -136,25 +156,29 @@ def qa_cells(rows: Sequence[Mapping]) -> tuple[list[str], list[list[str]]]:
 
 
 def run_qa_check(tasks: Sequence[Task], data_dir: str | Path, search: Search, answerers: Mapping[str, Answer],
-                 out: str | Path, *, limit: int | None = 30, limit_other: int | None = 15) -> dict:
-    """Ask every chosen question to each answerer (e.g. one per retrieval); write
-    ``<out>/<name>.jsonl`` (one record per question), ``results.json`` and ``table.md``."""
+                 out: str | Path, *, limit: int | None = 30, limit_other: int | None = 15, offset: int = 0,
+                 offset_other: int = 0) -> dict:
+    """Ask every chosen question to each answerer (e.g. one per retrieval; a plain
+    ``answer(question)`` or an object with ``answer_many``/``trace_many``, see :func:`ask_all`), all
+    questions in one batch; write ``<out>/<name>.jsonl`` (one record per question), ``results.json``
+    and ``table.md``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    questions = {t.name: split_questions(t, data_dir, search, limit, limit_other) for t in tasks}
-    result: dict = {"tasks": [t.name for t in tasks], "limit": limit, "limit_other": limit_other,
+    questions = {t.name: split_questions(t, data_dir, search, limit, limit_other, offset, offset_other) for t in tasks}
+    items = [(task, sub, *item) for task, by_subset in questions.items() for sub, its in by_subset.items() for item in its]
+    result: dict = {"tasks": [t.name for t in tasks], "limit": limit, "limit_other": limit_other, "offset": offset,
+                    "offset_other": offset_other,
                     "retrievable": f"a gold answer in the top {TOP} BM25 passages for the question",
                     "goal": {"right_at_least": GOAL_RIGHT, "wrong_at_most": GOAL_WRONG}, "answerers": {}}
     tables = []
-    for name, answer in answerers.items():
-        records, start = [], time.perf_counter()
-        for task, by_subset in questions.items():
-            for sub, items in by_subset.items():
-                for ex_id, question, gold in items:
-                    got = answer(question)
-                    records.append({"task": task, "subset": sub, "id": ex_id, "question": question,
-                                    "answers": list(gold), "answer": got, "outcome": outcome(got, gold)})
+    for name, answerer in answerers.items():
+        start = time.perf_counter()
+        got = ask_all(answerer, [question for _, _, _, question, _ in items])
         seconds = time.perf_counter() - start
+        records = [{"task": task, "subset": sub, "id": ex_id, "question": question, "answers": list(gold),
+                    "answer": g.get("answer"), "outcome": outcome(g.get("answer"), gold),
+                    **{k: v for k, v in g.items() if k != "answer"}}
+                   for (task, sub, ex_id, question, gold), g in zip(items, got)]
         write_atomic(out / f"{name}.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         rows = qa_rows(records)
         result["answerers"][name] = {"rows": rows, "goal": qa_goal(rows), "seconds": round(seconds, 1),

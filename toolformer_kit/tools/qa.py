@@ -18,15 +18,26 @@ answer longer than :data:`MAX_ANSWER_WORDS` words, is "no result" rather than a 
 Measured on held-out NQ questions the passage reader was right 0 times in 30: the top two passages
 are long, often about a neighbouring article, and a small reader copies a plausible name from the
 wrong one or from its own memory. So: the top :data:`SENTENCE_PASSAGES` passages are cut into
-sentences, the :data:`SENTENCES` that share the most question words (an article's title counts
-for its sentences, which often say "He" or "It") are what the reader reads, and the reader
-**abstains** unless its answer is a span of those sentences that says more than the question does
-(:func:`grounded`): an answer it did not read, or one that only repeats the question, is no
-result. ``retrieval="passages"`` keeps the reader above, for comparison
-(``benchmarks/qa_tool_check.py`` measures both). Measured without a reader on the retrievable
-questions (gold in the top 3 passages): the 4 chosen sentences hold the gold on WebQuestions 91 %,
-NQ 65 %, TriviaQA 87 %, LAMA T-REx 69 %, wiki-cloze 100 % of them (the two 600-character passages:
-93, 77, 88, 68, 97 %) in ~570 characters instead of ~890; 3 sentences: 82, 61, 82, 63, 100 %.
+sentences, the :data:`SENTENCES` that hold the most question-word weight (idf over the corpus,
+:func:`corpus_idf`; a word only in the article's title counts half, as sentences often say "He" or
+"It") are what the reader reads, and the reader **abstains** (:func:`judge`) unless its answer
+
+* is a span of those sentences that holds a word the question does not (:func:`grounded`): an
+  answer it did not read, or one that only repeats the question, is no result; and
+* stands in a sentence that holds at least :data:`MIN_SUPPORT` of the question's word weight
+  (:func:`support`): where the passages do not say, the reader still finds some span in a
+  sentence about something else.
+
+``retrieval="passages"`` keeps the reader above, for comparison (``benchmarks/qa_tool_check.py``
+measures both). Where the retrievable questions were lost before these checks (the first 20 + 10
+items per task of ``qa_tool_check``, 100 retrievable): 47 of 59 abstentions were replies that
+failed the span check, 18 of them holding the gold, often because the reader ran on past it
+("Tunisia.<|im_end|>", "161. The dynasty …"; now cut at the first sentence, :func:`clean_answer`:
++8 right); the gold was in the chosen sentences for 80 of them (4 by shared-word count; 5 by
+idf weight: 89). The support check
+took the wrong answers where abstaining is right from 25 % to 10 % on those items at a cost of
+~4 points right; its threshold and the 5 sentences were tuned there, and
+``results/search/qa-tool`` reports the next 20 + 10 items per task, never looked at.
 
 >>> print(reader_prompt("Who built it?", [("Tower", "Gustave Eiffel built the tower.")]).split("\\n\\n")[-1])
 Passages:
@@ -39,22 +50,28 @@ Answer:
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Optional, Sequence
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Sequence
 
 from ..calls import ToolCall, format_call
 from ..config import ConfigError
 from ..lm.base import LanguageModel
 from .base import PAPER_DEFAULT, Tool
 from .lmtool import LazyLM
-from .wikisearch import BM25Index, Hit, default_index, sentences, snippet
+from .wikisearch import BM25Index, Hit, default_index, read_corpus, sentences, snippet
 
 MODEL_ENV = "TOOLFORMER_QA_MODEL"
 MAX_ANSWER_WORDS = 12
 PASSAGES = 2
 PASSAGE_CHARS = 600
 SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (evidence.ceiling.TOP)
-SENTENCES = 4
+SENTENCES = 5
+TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts half
+READER_REVISION = 2  # in the tool's version (the engine's cache key): bump when the prompt or the checks change
+MIN_SUPPORT = 0.35  # share of the question's word weight the answer's sentence must hold (support())
 RETRIEVALS = ("sentences", "passages")
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been being it its this that these those "
@@ -64,21 +81,31 @@ _WORD = re.compile(r"\w+")
 _ANSWER_NORM = re.compile(r"[^\w]+")
 
 READER_INSTRUCTION = (
-    "Answer each question with a short phrase copied from the passages. "
-    "If the passages do not contain the answer, write: unknown"
+    "Answer each question, or complete each statement, with the shortest phrase copied from the "
+    "passages. If the passages do not say, write: unknown"
 )
 
-# Worked examples for the reader, written for this project; the facts are in the passages.
+# Worked examples for the reader, written for this project; the facts are in the passages. The one
+# "unknown" comes first: a small reader copies the form of the example next to the question, and
+# the grounding and support checks (judge) are the main abstention rule. One input is a statement
+# to complete, as LAMA and cloze items are.
 READER_EXAMPLES = [
+    ([("Saturn", "Saturn is the sixth planet from the Sun and has a prominent ring system.")],
+     "Who was the first person on Mars?", "unknown"),
     ([("Danube", "The Danube is the second-longest river in Europe. It rises in the Black Forest in "
                   "Germany and flows into the Black Sea."),
       ("Rhine", "The Rhine begins in the Swiss Alps and flows to the North Sea.")],
      "Where does the Danube end?", "the Black Sea"),
-    ([("Telephone", "Alexander Graham Bell was granted the first US patent for the telephone in 1876."),
-      ("Radio", "Guglielmo Marconi sent radio signals across the Atlantic in 1901.")],
+    ([("Radio", "Guglielmo Marconi sent radio signals across the Atlantic in 1901."),
+      ("Telephone", "Alexander Graham Bell was granted the first US patent for the telephone in 1876.")],
      "In what year was the telephone patented?", "1876"),
-    ([("Saturn", "Saturn is the sixth planet from the Sun and has a prominent ring system.")],
-     "Who was the first person on Mars?", "unknown"),
+    ([("Serengeti", "The Serengeti is a savanna ecosystem in East Africa."),
+      ("Mount Kilimanjaro", "Mount Kilimanjaro is a dormant volcano in Tanzania. It is the highest "
+                            "mountain in Africa.")],
+     "Kilimanjaro, the highest mountain of its continent, is a dormant volcano in", "Tanzania"),
+    ([("Starry Night", "The Starry Night is an oil-on-canvas painting by the Dutch painter Vincent van Gogh, "
+                       "painted in June 1889.")],
+     "what kind of painting is the starry night?", "oil-on-canvas"),
 ]
 
 
@@ -103,8 +130,14 @@ def reader_prompt(question: str, passages: Sequence[tuple[str, str]]) -> str:
 
 
 def clean_answer(text: str) -> Optional[str]:
-    """The answer span, or None for "unknown", nothing, or a rambling sentence."""
-    answer = re.sub(r"\s+", " ", text).strip().strip("\"'").rstrip(".").strip()
+    """The answer span, or None for "unknown", nothing, or a rambling sentence. A reader that runs
+    on past its answer (an end-of-turn token, a second sentence) is cut back to the first sentence.
+
+    >>> clean_answer("Tunisia.<|im_end|>"), clean_answer("161. The dynasty comprised seven emperors")
+    ('Tunisia', '161')
+    """
+    text = re.sub(r"\s+", " ", text.split("<|", 1)[0]).strip()
+    answer = (sentences(text) or [""])[0].strip().strip("\"'").rstrip(".").strip()
     if not answer or answer.lower().startswith("unknown") or len(answer.split()) > MAX_ANSWER_WORDS:
         return None
     return answer
@@ -131,10 +164,51 @@ def content_words(text: str) -> set[str]:
     return {w[:6] for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
 
 
-def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES) -> list[tuple[str, str]]:
-    """The ``top`` (title, sentence) pairs of ``hits`` that share the most question words, best
-    first; a sentence's article title counts with it, and ties go to the better passage, then the
-    earlier sentence. Sentences sharing no word are never chosen.
+Weight = Callable[[str], float]
+
+
+def idf_weight(doc_freq: Mapping[str, int], n_docs: int) -> Weight:
+    """A content word's weight: its inverse document frequency in the corpus, so that a shared
+    rare word (a name) counts for more than a shared common one ("country"); an unseen word
+    weighs most.
+
+    >>> w = idf_weight({"danube": 3, "river": 400}, 10_000)
+    >>> w("danube") > w("river") > 0, w("zzz") > w("danube")
+    (True, True)
+    """
+    return lambda word: math.log((n_docs + 1) / (doc_freq.get(word, 0) + 0.5))
+
+
+_IDF: dict[str, Weight] = {}
+
+
+def corpus_idf(index: BM25Index) -> Weight:
+    """:func:`idf_weight` over the articles of ``index``'s corpus, counted once per corpus file per
+    process (~2 s for the 10,033 summaries)."""
+    key = str(index.corpus)
+    if key not in _IDF:
+        doc_freq: Counter[str] = Counter()
+        n_docs = 0
+        for title, text in read_corpus(index.corpus):
+            n_docs += 1
+            doc_freq.update(content_words(f"{title} {text}"))
+        _IDF[key] = idf_weight(doc_freq, n_docs)
+    return _IDF[key]
+
+
+def _overlap(want: set[str], words: set[str], title: set[str], weight: Weight | None) -> float:
+    """Weight of the question words a sentence holds, plus :data:`TITLE_WEIGHT` of those only its
+    article's title holds (the sentence may say "He" or "It")."""
+    w = weight or (lambda _: 1.0)
+    return sum(w(x) for x in want & words) + TITLE_WEIGHT * sum(w(x) for x in (want & title) - words)
+
+
+def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES,
+                   weight: Weight | None = None) -> list[tuple[str, str]]:
+    """The ``top`` (title, sentence) pairs of ``hits`` that hold the most question-word weight
+    (``weight``, e.g. :func:`corpus_idf`; default: each word 1), best first; a word in the
+    article's title only counts half, and ties go to the better passage, then the earlier sentence.
+    Sentences sharing no word are never chosen.
 
     >>> hits = [Hit("Ulm", "Ulm is a city on the Danube. It has a tall minster.", 2.0),
     ...         Hit("Albert Einstein", "Albert Einstein was a physicist. He was born in Ulm.", 1.0)]
@@ -146,11 +220,26 @@ def rank_sentences(question: str, hits: Sequence[Hit], top: int = SENTENCES) -> 
     for rank, hit in enumerate(hits):
         title = content_words(hit.title)
         for j, sent in enumerate(sentences(" ".join(hit.text.split()))):
-            words = content_words(sent)
-            score = len(want & (words | title))
+            score = _overlap(want, content_words(sent), title, weight)
             if score > 0:
                 scored.append((-score, rank, j, hit.title, sent))
     return [(title, sent) for *_, title, sent in sorted(scored)[:top]]
+
+
+def support(answer: str, chosen: Sequence[tuple[str, str]], question: str, weight: Weight | None = None) -> float:
+    """The share of the question's word weight that the best sentence holding ``answer`` (with its
+    title) covers. Why: where the passages do not say, the reader still finds some span in a
+    sentence about something else; a sentence that states the answer shares most of the question.
+
+    >>> chosen = [("Albert Einstein", "He was born in Ulm."), ("Ulm", "Ulm is a city on the Danube.")]
+    >>> support("Ulm", chosen, "Where was Einstein born?"), support("the Danube", chosen, "Where was Einstein born?")
+    (0.75, 0.0)
+    """
+    want = content_words(question)
+    total = _overlap(want, want, set(), weight)
+    held = [_overlap(want, content_words(s), content_words(t), weight) for t, s in chosen
+            if _norm(answer) in _norm(s)]
+    return max(held, default=0.0) / total if total else 0.0
 
 
 def _norm(text: str) -> str:
@@ -158,8 +247,9 @@ def _norm(text: str) -> str:
 
 
 def grounded(answer: Optional[str], context: Sequence[str], question: str) -> Optional[str]:
-    """``answer`` if it is a span of the context (whole words, case and punctuation aside) and says
-    something the question does not; else None (the reader abstains).
+    """``answer`` if it is a span of the context (whole words, case and punctuation aside) and holds
+    a content word the question does not (whole words: "Germany" is news to "western German"); else
+    None (the reader abstains).
 
     >>> grounded("Ulm", ["He was born in Ulm."], "Where was Einstein born?")
     'Ulm'
@@ -171,32 +261,84 @@ def grounded(answer: Optional[str], context: Sequence[str], question: str) -> Op
     if not answer:
         return None
     text = _norm(" ".join(context))
-    if _norm(answer) not in text or not (content_words(answer) - content_words(question)):
+    if _norm(answer) not in text or not (_plain_words(answer) - _plain_words(question)):
         return None
     return answer
+
+
+def _plain_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+@dataclass
+class Reading:
+    """One question's trip through the sentence reader, kept for diagnosis (``qa_tool_check``
+    logs it): what the reader read, what it wrote, and why that was or was not the answer."""
+
+    question: str
+    chosen: list[tuple[str, str]]
+    raw: Optional[str] = None
+    answer: Optional[str] = None
+    why: str = "no sentence"  # no sentence | unknown | not grounded | unsupported | answered
+    support: Optional[float] = None
+
+    def trace(self) -> dict:
+        return {"answer": self.answer, "raw": self.raw, "why": self.why, "support": self.support,
+                "sentences": [f"{t}: {s}" for t, s in self.chosen]}
+
+
+def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support: float = MIN_SUPPORT) -> Reading:
+    """Fill in the reader's reply ``raw``: the answer if it is clean, :func:`grounded` and its
+    sentence has :func:`support` ≥ ``min_support``; else None and why not.
+
+    >>> r = judge(Reading("Where was Einstein born?", [("Albert Einstein", "He was born in Ulm.")]), " Ulm.")
+    >>> r.answer, r.why, r.support
+    ('Ulm', 'answered', 0.75)
+    """
+    reading.raw = raw
+    cleaned = clean_answer(raw)
+    span = grounded(cleaned, [s for _, s in reading.chosen], reading.question)
+    if span:
+        reading.support = round(support(span, reading.chosen, reading.question, weight), 3)
+    reading.answer = span if span and reading.support >= min_support else None
+    reading.why = ("answered" if reading.answer else "unsupported" if span else
+                   "unknown" if cleaned is None else "not grounded")
+    return reading
+
+
+def choose(question: str, index: BM25Index, k: int = SENTENCE_PASSAGES, top: int = SENTENCES) -> Reading:
+    """The question with its ``top`` sentences from the top ``k`` passages, ranked by idf weight."""
+    return Reading(question, rank_sentences(question, index.search(question, k), top, corpus_idf(index)))
+
+
+def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
+              top: int = SENTENCES, max_new_tokens: int = 16) -> list[Reading]:
+    """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
+    over all questions that have sentences (best sentence last), each reply judged."""
+    readings = [choose(q, index, k, top) for q in questions]
+    asked = [r for r in readings if r.chosen]
+    prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
+    for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
+        judge(reading, raw, corpus_idf(index))
+    return readings
 
 
 def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
                           top: int = SENTENCES, max_new_tokens: int = 16) -> Optional[str]:
     """Sentence-level retrieval over the top ``k`` passages, the reader on the ``top`` best
-    sentences (best last), and its answer kept only if :func:`grounded` in them."""
-    chosen = rank_sentences(question, index.search(question, k), top)
-    if not chosen:
+    sentences (best last), and its answer kept only if :func:`judge` finds it grounded and supported."""
+    reading = choose(question, index, k, top)
+    if not reading.chosen:
         return None
-    answer = clean_answer(reader.complete(reader_prompt(question, list(reversed(chosen))), max_new_tokens))
-    return grounded(answer, [sent for _, sent in chosen], question)
+    raw = reader.complete(reader_prompt(question, list(reversed(reading.chosen))), max_new_tokens)
+    return judge(reading, raw, corpus_idf(index)).answer
 
 
 def answer_many_from_sentences(questions: Sequence[str], reader: LazyLM, index: BM25Index,
                                k: int = SENTENCE_PASSAGES, top: int = SENTENCES,
                                max_new_tokens: int = 16) -> list[Optional[str]]:
     """:func:`answer_from_sentences` for many questions, the reader run once over all of them."""
-    chosen = [rank_sentences(q, index.search(q, k), top) for q in questions]
-    asked = [i for i, c in enumerate(chosen) if c]
-    prompts = [reader_prompt(questions[i], list(reversed(chosen[i]))) for i in asked]
-    replies = dict(zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())))
-    return [grounded(clean_answer(replies[i]), [s for _, s in chosen[i]], q) if i in replies else None
-            for i, q in enumerate(questions)]
+    return [r.answer for r in read_many(questions, reader, index, k, top, max_new_tokens)]
 
 
 def answer_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = PASSAGES,
@@ -234,42 +376,66 @@ DEMONSTRATIONS = [
 ]
 
 
+class QAReader:
+    """The QA tool's retrieval and reader, without the Tool around it: ``answer``, ``answer_many``
+    and ``trace_many`` (the answer with what was read and written, for ``qa_tool_check``)."""
+
+    def __init__(self, model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
+                 k: int | None = None, retrieval: str = "sentences", top: int = SENTENCES):
+        if retrieval not in RETRIEVALS:
+            raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
+        self.sentence_level = retrieval == "sentences"
+        self.k = k or (SENTENCE_PASSAGES if self.sentence_level else PASSAGES)
+        self.reader = LazyLM(model, MODEL_ENV, lm)
+        self.corpus = corpus
+        self.top = top
+        self._index: Optional[BM25Index] = None
+
+    def index(self) -> BM25Index:
+        if self._index is None:
+            self._index = BM25Index(self.corpus) if self.corpus else default_index()
+        return self._index
+
+    def prepare(self) -> None:
+        self.index().index()
+        self.reader.get()
+
+    def answer(self, question: str) -> Optional[str]:
+        if self.sentence_level:
+            return answer_from_sentences(question, self.reader, self.index(), self.k, self.top)
+        return answer_question(question, self.reader, self.index(), self.k)
+
+    def answer_many(self, questions: Sequence[str]) -> list[Optional[str]]:
+        if self.sentence_level:
+            return answer_many_from_sentences(questions, self.reader, self.index(), self.k, self.top)
+        return answer_many(questions, self.reader, self.index(), self.k)
+
+    def trace_many(self, questions: Sequence[str]) -> list[dict]:
+        if not self.sentence_level:
+            return [{"answer": a} for a in self.answer_many(questions)]
+        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top)]
+
+
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
             k: int | None = None, name: str = "QA", retrieval: str = "sentences") -> Tool:
     """A QA tool: BM25 passages from ``corpus`` read by ``lm`` (or the model named ``model``);
     ``retrieval`` "sentences" (the best sentences of the top ``k`` = 3 passages, a grounded span or
     nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is)."""
-    if retrieval not in RETRIEVALS:
-        raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
-    sentence_level = retrieval == "sentences"
-    k = k or (SENTENCE_PASSAGES if sentence_level else PASSAGES)
-    answer = answer_from_sentences if sentence_level else answer_question
-    answer_all = answer_many_from_sentences if sentence_level else answer_many
-    reader = LazyLM(model, MODEL_ENV, lm)
-    holder: dict[str, BM25Index] = {}
-
-    def index() -> BM25Index:
-        if "index" not in holder:
-            holder["index"] = BM25Index(corpus) if corpus else default_index()
-        return holder["index"]
-
-    def prepare() -> None:
-        index().index()
-        reader.get()
-
+    qa = QAReader(model, lm, corpus, k, retrieval)
     return Tool(
         name=name,
-        fn=lambda question: answer(question, reader, index(), k),
-        batch_fn=lambda questions: answer_all(questions, reader, index(), k),
+        fn=qa.answer,
+        batch_fn=qa.answer_many,
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,
         description="short answer span from the best sentences of BM25 passages, read by an LM (default: Qwen 0.5B); "
                     "no result unless the span is in them",
-        version=f"reader={reader.name}|k={k}|corpus={corpus or 'default'}" + ("|sentences" if sentence_level else ""),
+        version=f"reader={qa.reader.name}|k={qa.k}|corpus={corpus or 'default'}|v{READER_REVISION}"
+                + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else ""),
         timeout=60.0,
         concurrency=1,
-        prepare=prepare,
+        prepare=qa.prepare,
         max_input_chars=300,
         example_input="Who painted the Mona Lisa?",
         no_result_hint="the reader found no short answer in the retrieved passages",
