@@ -171,6 +171,7 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
             start = time.perf_counter()
             cands, stats = annot.run(shard)
             keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
+            info["tools"] = {t.name: t.version for t in annot.tools}  # a tool's revision may change between sittings
             info["seconds"] = round(time.perf_counter() - start, 2)
             info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             bank.write(n, keep, info)

@@ -34,12 +34,14 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
     seconds: Counter = Counter()
     statuses: Counter = Counter()
     dtypes: Counter = Counter()
+    versions: Counter = Counter()
     for _, _, info in prog.shards:
         hist.update(info["score_histogram"])
         seconds.update(info["stats"].get("seconds", {}))
         for tool in _tools(cfg):
             statuses.update(info["stats"].get("counts", {}).get(tool, {}))
         dtypes[info["dtype"]] += 1
+        versions["; ".join(f"{k} {v}" for k, v in sorted(info.get("tools", {}).items())) or "not recorded"] += 1
     windows = sum(len(info["windows"]) for _, _, info in prog.shards)
     wall = sum(info.get("seconds", 0.0) for _, _, info in prog.shards)
     kept = []
@@ -55,6 +57,7 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
             "stage_seconds": {k: round(v, 1) for k, v in sorted(seconds.items())},
             "counts": dict(sorted(statuses.items())), "scored": sum(i["scored"] for _, _, i in prog.shards),
             "candidates_score_ge_0": len(cands), "dtype_shards": dict(dtypes),
+            "tool_version_shards": dict(versions),
             "score_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
             "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts}
 
@@ -251,6 +254,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
              "tokens. WikiSearch never returned the summary being annotated (same title, or 8 words in common).", "",
              "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls per tool, τs {cfg.tau_s}, "
              f"τf {cfg.tau_f}; seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
+             f"- Tool versions by shard (the first shards predate the record; their QA reader is revision 1, "
+             f"before its support rule): {s.get('tool_version_shards', {})}.",
              f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s)
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
               f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]

@@ -435,6 +435,7 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
                 + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else ""),
         timeout=60.0,
         concurrency=1,
+        batch_size=128,  # a search campaign's shard asks ~90 distinct questions: one reader pass
         prepare=qa.prepare,
         max_input_chars=300,
         example_input="Who painted the Mona Lisa?",
