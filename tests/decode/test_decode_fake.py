@@ -279,3 +279,36 @@ def test_slots_refill_grow_and_split_prefills_without_changing_a_token():
     assert as_tuples(small) == as_tuples(reference)
     assert len(small[-2].token_ids) > 64 + len(long_doc) // 2  # past the slot's first columns
     assert dec.lm.model.tokens_encoded == sum(len(lm.encode(r.prompt)) + len(r.token_ids) - 1 for r in small)
+
+
+# Several calls per input (issue 31): a chain whose second and third inputs use earlier results.
+DOC3 = " 25 less 5 is 20, in 4 parts 5 each, thrice 15."
+CHAIN_AT = [DOC3.index(" 20"), DOC3.index(" 5 each"), DOC3.index(" 15")]
+CHAIN = Story(PROMPT, DOC3, ranks={i: 0 for i in CHAIN_AT},
+              call=["Calculator(25 - 5) ->", "Calculator(20 / 4) ->", "Calculator(5 * 3) ->"])
+CHAIN_TEXT = " 25 less 5 is [Calculator(25 - 5) -> 20] 20, in 4 parts [Calculator(20 / 4) -> 5] 5 each, " \
+             "thrice [Calculator(5 * 3) -> 15] 15."
+LOOPING = Story(PROMPT, DOC3, ranks={i: 0 for i in CHAIN_AT},
+                call=["Calculator(25 - 5) ->", "Calculator(25  -  5) ->", "Calculator(5 * 3) ->"])
+
+
+@pytest.mark.parametrize("max_calls", [2, 3, 4])
+def test_a_row_chains_calls_with_each_result_in_the_text_up_to_its_budget(max_calls):
+    (res,), decoder = decode([CHAIN], max_calls=max_calls, max_new_tokens=200)
+    assert [(c.input, c.result, c.ok) for c in res.calls] == \
+        [("25 - 5", "20", True), ("20 / 4", "5", True), ("5 * 3", "15", True)][:max_calls]
+    if max_calls >= 3:
+        assert res.text == CHAIN_TEXT
+    else:  # the budget is spent: " [" is masked at the third point, the text goes on plainly
+        assert res.text == CHAIN_TEXT.replace(" [Calculator(5 * 3) -> 15]", "")
+    assert decoder.engine.batches == [1] * min(max_calls, 3)  # each call ran once, as the row reached it
+
+
+def test_an_identical_call_is_not_run_twice_and_ends_the_row_s_calls():
+    (res,), decoder = decode([LOOPING], max_calls=3, max_new_tokens=200)
+    first, again = res.calls  # the third point opens no call: the row was looping
+    assert (first.result, first.ok) == ("20", True)
+    assert (again.input, again.result, again.ok, again.reason) == ("25 - 5", None, False, "repeated")
+    assert res.text == " 25 less 5 is [Calculator(25 - 5) -> 20] 20, in 4 parts [Calculator(25  -  5) -> ] " \
+                       "5 each, thrice 15."
+    assert decoder.engine.batches == [1] and decoder.counters["malformed.repeated"] == 1

@@ -40,10 +40,21 @@ too_long               no "->" within ``max_call_tokens`` tokens         ``]`` c
 closed_without_arrow   the model closed the call with "]" itself         nothing (kept as written)
 line_break             a newline inside the call (calls are one line)    nothing; the call is dead
 unfinished             tokens or the model (EOS) ran out inside a call   nothing
+repeated               "->" after a call this row already ran (same      `` ]``; no further call opens
+                       tool, same input)
 =====================  ================================================  ============================
 
 Every started call counts towards ``max_calls``, malformed or not: the paper's limit is on
 attempts, and a model that keeps opening broken calls should not loop.
+
+**Several calls per input** (``max_calls`` > 1, beyond the paper's one; its §7 names the limit):
+each call pauses at "->", runs, and the row goes on with the result in its text, so a later call's
+input can use an earlier result (``[Calculator(25 - 5) -> 20]`` then ``[Calculator(20 / 4) -> 5]``).
+**The loop guard**: a call identical to one the row already ran (same tool, same input once
+whitespace is normalised) is not run again. It gets the empty close `` ]`` (reason ``repeated``)
+and the row opens no further call. Why abandon rather than mask: the repeat is known only once
+"->" is written, and a model that repeats a call from the same text is looping; another call
+would most likely repeat it again, while the earlier result is already in its text.
 """
 
 from __future__ import annotations
@@ -52,7 +63,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..calls import ARROW, CALL_CLOSE, ToolCall, parse_sampled
+from ..calls import ARROW, CALL_CLOSE, ToolCall, normalize_input, parse_sampled
 from .config import CallRecord
 
 
@@ -145,6 +156,16 @@ def closing_tokens(depth: int, pieces: Sequence[str]) -> list[int]:
     return out
 
 
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What makes two calls identical for the loop guard: the tool and its input, whitespace runs
+    collapsed (a result plays no part).
+
+    >>> call_key(ToolCall("Calculator", " 2  + 3 ")) == call_key(ToolCall("Calculator", "2 + 3", "5"))
+    True
+    """
+    return call.tool, normalize_input(call.input)
+
+
 @dataclass
 class CallCheck:
     """What the call text written so far means: keep writing (``action == ""``), ``run`` the
@@ -219,6 +240,7 @@ class RowState:
     done: bool = False
     eos: bool = False
     answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
+    ran: set = field(default_factory=set)  # (tool, input) of every call run so far: the loop guard
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
@@ -300,7 +322,12 @@ class RowState:
         if verdict.call is not None:
             record.tool, record.input = verdict.call.tool, verdict.call.input
         record.reason = verdict.reason
+        if verdict.action == "run" and call_key(verdict.call) in self.ran:
+            record.reason = "repeated"
+            self.calls_left = 0  # the row is looping: no further call opens
+            verdict = CallCheck("close", verdict.call, "repeated")
         if verdict.action == "run":
+            self.ran.add(call_key(verdict.call))
             self.phase = "tool"
             return verdict.call
         if verdict.action == "close":
