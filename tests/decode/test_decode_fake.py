@@ -312,3 +312,30 @@ def test_an_identical_call_is_not_run_twice_and_ends_the_row_s_calls():
     assert res.text == " 25 less 5 is [Calculator(25 - 5) -> 20] 20, in 4 parts [Calculator(25  -  5) -> ] " \
                        "5 each, thrice 15."
     assert decoder.engine.batches == [1] and decoder.counters["malformed.repeated"] == 1
+
+
+# Typed inputs (issue 31, item 4): an option beside the unconstrained decoding, never instead of it.
+SLOPPY = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Calculator(2 + 3x) ->")
+
+
+def test_constrained_inputs_keep_a_call_within_its_tool_s_grammar():
+    (free,), _ = decode([SLOPPY])
+    assert (free.calls[0].input, free.calls[0].reason) == ("2 + 3x", "no_result")
+    (typed,), _ = decode([SLOPPY], constrain_inputs=True)  # "x" is masked: the model's next best fits
+    assert typed.text == " It costs [Calculator(2 + 3 ) -> 5] 5 dollars."
+    assert (typed.calls[0].input, typed.calls[0].result, typed.calls[0].ok) == ("2 + 3", "5", True)
+    (same,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], constrain_inputs=True)
+    assert same.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."  # a call that fits is untouched
+
+
+def test_a_tool_without_a_grammar_is_not_constrained_and_the_calendar_s_input_is_empty():
+    from toolformer_kit.tools.calendar import calendar_tool_for
+    import datetime as dt
+
+    tools = {"Calendar": calendar_tool_for(dt.date(2026, 12, 3)), "Boom": TOOLS["Boom"]}
+    story = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Calendar(today) ->")
+    decoder = ToolAwareDecoder(FakeLM([story]), engine=CountingEngine(tools))
+    (res,) = decoder.generate([PROMPT], DecodeConfig(constrain_inputs=True, force_arrow=True))
+    assert res.text.startswith(" It costs [Calendar() -> Today is ") and res.calls[0].ok
+    (boom,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Boom(any text) ->")], constrain_inputs=True)
+    assert boom.calls[0].input == "any text"  # no grammar: free text, as without the option

@@ -22,6 +22,14 @@ gets probability 0 (:func:`closing_tokens`). Why: a small model fine-tuned on fe
 and writes a sensible input, then copies the corpus's ``= 528]`` where the call wants ``-> 528]``,
 so the tool never runs; the option constrains only the call's syntax, never its content.
 
+**Inputs can be typed** (``constrain_inputs``, off by default; not the paper's). While the model
+writes the input of a call to a tool that declares an input grammar
+(:attr:`~toolformer_kit.tools.base.Tool.input_grammar`: the Calculator's numbers and operators,
+the Calendar's empty input), the tokens that would put a character outside it get probability 0
+(:func:`grammar_tokens`). Why: a model that writes ``Calculator(twenty / 4)`` gets no result; the
+option shows what the same model does when it cannot, and is reported beside the unconstrained
+decoding, never instead of it.
+
 **The answer budget** (``max_answer_tokens``) counts the tokens the model writes outside calls
 (:attr:`RowState.answer_tokens`), so a long result (WikiSearch's ~50-100 tokens) never eats the
 answer's room; ``max_new_tokens`` stays the hard cap on everything.
@@ -166,6 +174,35 @@ def call_key(call: ToolCall) -> tuple[str, str]:
     return call.tool, normalize_input(call.input)
 
 
+def grammar_tokens(depth: int, grammar: str, pieces: Sequence[str]) -> list[int]:
+    """The tokens (indices into ``pieces``) that keep a call's input, open at paren ``depth``, within
+    its tool's ``grammar`` (the characters an input may hold, :attr:`~toolformer_kit.tools.base.Tool.input_grammar`):
+    every character up to the ``)`` that closes the input is in the grammar; what follows that
+    ``)`` in the same token is past the input. An empty token never fits (it would write nothing).
+
+    >>> grammar_tokens(1, "0123456789+ ", ["1", "2 +", "a", ")", ") ->", "x)", "", "(1"])
+    [0, 1, 3, 4]
+    >>> grammar_tokens(1, "", ["2", ")", ")]", " )"])  # the Calendar: only the closing ")"
+    [1, 2]
+    >>> grammar_tokens(2, "0123456789()", ["))", ")", "1)"])
+    [0, 1, 2]
+    """
+    allowed = set(grammar)
+    out = []
+    for t, piece in enumerate(pieces):
+        d, fits = depth, bool(piece)
+        for ch in piece:
+            if ch == ")" and d == 1:
+                break  # the input is closed: the rest of the token lies past it
+            if ch not in allowed:
+                fits = False
+                break
+            d += (ch == "(") - (ch == ")")
+        if fits:
+            out.append(t)
+    return out
+
+
 @dataclass
 class CallCheck:
     """What the call text written so far means: keep writing (``action == ""``), ``run`` the
@@ -268,6 +305,11 @@ class RowState:
             return None
         depth = input_paren_depth(self.call_body())
         return depth if depth is not None and depth > 0 else None
+
+    def input_tool(self) -> Optional[tuple[str, int]]:
+        """(tool name, paren depth) while the model writes a call's input, else None."""
+        depth = self.input_depth()
+        return None if depth is None else (self.call_body().split("(", 1)[0].strip(), depth)
 
     def naming(self) -> Optional[str]:
         """The call text so far while the tool's name is still being written, else None."""
