@@ -70,6 +70,9 @@ def test_round_two_samples_outside_the_calls_and_keeps_a_chain(tmp_path, round1)
     assert t1["round"] == 2 and t1["earlier_calls"] == first["t1"]["calls"]
     assert strip_calls(t1["text"]) == t1["original"] == TEXTS[1]
     assert summary["chains"] == {"Calculator": {"kept": sum(len(r["calls"]) for r in second.values()), "chain": 1}}
+    from toolformer_kit.commands.annotate import format_summary
+
+    assert "Calculator: 1 of" in format_summary(summary)
 
 
 def test_round_two_resumes_like_round_one(tmp_path, round1):
