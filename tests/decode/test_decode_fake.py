@@ -279,3 +279,63 @@ def test_slots_refill_grow_and_split_prefills_without_changing_a_token():
     assert as_tuples(small) == as_tuples(reference)
     assert len(small[-2].token_ids) > 64 + len(long_doc) // 2  # past the slot's first columns
     assert dec.lm.model.tokens_encoded == sum(len(lm.encode(r.prompt)) + len(r.token_ids) - 1 for r in small)
+
+
+# Several calls per input (issue 31): a chain whose second and third inputs use earlier results.
+DOC3 = " 25 less 5 is 20, in 4 parts 5 each, thrice 15."
+CHAIN_AT = [DOC3.index(" 20"), DOC3.index(" 5 each"), DOC3.index(" 15")]
+CHAIN = Story(PROMPT, DOC3, ranks={i: 0 for i in CHAIN_AT},
+              call=["Calculator(25 - 5) ->", "Calculator(20 / 4) ->", "Calculator(5 * 3) ->"])
+CHAIN_TEXT = " 25 less 5 is [Calculator(25 - 5) -> 20] 20, in 4 parts [Calculator(20 / 4) -> 5] 5 each, " \
+             "thrice [Calculator(5 * 3) -> 15] 15."
+LOOPING = Story(PROMPT, DOC3, ranks={i: 0 for i in CHAIN_AT},
+                call=["Calculator(25 - 5) ->", "Calculator(25  -  5) ->", "Calculator(5 * 3) ->"])
+
+
+@pytest.mark.parametrize("max_calls", [2, 3, 4])
+def test_a_row_chains_calls_with_each_result_in_the_text_up_to_its_budget(max_calls):
+    (res,), decoder = decode([CHAIN], max_calls=max_calls, max_new_tokens=200)
+    assert [(c.input, c.result, c.ok) for c in res.calls] == \
+        [("25 - 5", "20", True), ("20 / 4", "5", True), ("5 * 3", "15", True)][:max_calls]
+    if max_calls >= 3:
+        assert res.text == CHAIN_TEXT
+    else:  # the budget is spent: " [" is masked at the third point, the text goes on plainly
+        assert res.text == CHAIN_TEXT.replace(" [Calculator(5 * 3) -> 15]", "")
+    assert decoder.engine.batches == [1] * min(max_calls, 3)  # each call ran once, as the row reached it
+
+
+def test_an_identical_call_is_not_run_twice_and_ends_the_row_s_calls():
+    (res,), decoder = decode([LOOPING], max_calls=3, max_new_tokens=200)
+    first, again = res.calls  # the third point opens no call: the row was looping
+    assert (first.result, first.ok) == ("20", True)
+    assert (again.input, again.result, again.ok, again.reason) == ("25 - 5", None, False, "repeated")
+    assert res.text == " 25 less 5 is [Calculator(25 - 5) -> 20] 20, in 4 parts [Calculator(25  -  5) -> ] " \
+                       "5 each, thrice 15."
+    assert decoder.engine.batches == [1] and decoder.counters["malformed.repeated"] == 1
+
+
+# Typed inputs (issue 31, item 4): an option beside the unconstrained decoding, never instead of it.
+SLOPPY = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Calculator(2 + 3x) ->")
+
+
+def test_constrained_inputs_keep_a_call_within_its_tool_s_grammar():
+    (free,), _ = decode([SLOPPY])
+    assert (free.calls[0].input, free.calls[0].reason) == ("2 + 3x", "no_result")
+    (typed,), _ = decode([SLOPPY], constrain_inputs=True)  # "x" is masked: the model's next best fits
+    assert typed.text == " It costs [Calculator(2 + 3 ) -> 5] 5 dollars."
+    assert (typed.calls[0].input, typed.calls[0].result, typed.calls[0].ok) == ("2 + 3", "5", True)
+    (same,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0})], constrain_inputs=True)
+    assert same.text == " It costs [Calculator(2 + 3) -> 5] 5 dollars."  # a call that fits is untouched
+
+
+def test_a_tool_without_a_grammar_is_not_constrained_and_the_calendar_s_input_is_empty():
+    from toolformer_kit.tools.calendar import calendar_tool_for
+    import datetime as dt
+
+    tools = {"Calendar": calendar_tool_for(dt.date(2026, 12, 3)), "Boom": TOOLS["Boom"]}
+    story = Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Calendar(today) ->")
+    decoder = ToolAwareDecoder(FakeLM([story]), engine=CountingEngine(tools))
+    (res,) = decoder.generate([PROMPT], DecodeConfig(constrain_inputs=True, force_arrow=True))
+    assert res.text.startswith(" It costs [Calendar() -> Today is ") and res.calls[0].ok
+    (boom,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Boom(any text) ->")], constrain_inputs=True)
+    assert boom.calls[0].input == "any text"  # no grammar: free text, as without the option

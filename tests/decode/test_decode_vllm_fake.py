@@ -251,3 +251,22 @@ def test_force_arrow_is_refused_with_the_fix_rather_than_applied_halfway():
     seg = VLLMToolDecoder(SegmentLM([Story(PROMPT, DOC, ranks={CALL_AT: 0})]), engine=CountingEngine(TOOLS))
     with pytest.raises(ConfigError, match="--backend hf"):
         seg.generate([PROMPT], DecodeConfig(force_arrow=True))
+
+
+@pytest.mark.parametrize("max_calls", [2, 3])
+def test_chained_calls_and_the_loop_guard_match(max_calls):
+    from test_decode_fake import CHAIN, LOOPING
+
+    (res,), decoder = assert_same([CHAIN], max_calls=max_calls, max_new_tokens=200)
+    assert [c.result for c in res.calls] == ["20", "5", "15"][:max_calls]
+    assert decoder.engine.batches == [1] * max_calls
+    (res,), decoder = assert_same([LOOPING], max_calls=max_calls, max_new_tokens=200)
+    assert [c.reason for c in res.calls] == ["", "repeated"] and decoder.engine.batches == [1]
+
+
+def test_constrained_inputs_match():
+    from test_decode_fake import SLOPPY
+
+    (res,), decoder = assert_same([SLOPPY], constrain_inputs=True)
+    assert res.calls[0].result == "5"
+    assert any(r.allow and r.max_tokens == 1 for rnd in decoder.lm.rounds for r in rnd)  # the input, step by step

@@ -36,3 +36,17 @@ def test_the_cli_runs_the_demo_tool_once_per_example(monkeypatch, capsys):
     monkeypatch.setattr(generate, "tool_runner", lambda tool, *a: lambda call: seen.append(call) or "RES")
     assert generate.main(["--demos", "WikiSearch", "--json", "--max-new-tokens", "3", "A", "B"]) == 0
     assert len(seen) == len(get_tool("WikiSearch").demonstrations)  # not once per prompt
+
+
+def test_generate_shows_typed_inputs_beside_the_unconstrained_decoding_and_takes_max_calls(monkeypatch, capsys):
+    from decode_fakes import FakeLM, Story
+
+    from toolformer_kit.commands import generate
+
+    story = Story("Q:", " It costs 5 dollars.", ranks={9: 0}, call="Calculator(2 + 3x) ->")
+    monkeypatch.setattr("toolformer_kit.lm.base.load_lm", lambda *a, **k: FakeLM([story]))
+    assert generate.main(["--tools", "Calculator", "--constrain-inputs", "--max-calls", "2", "Q:"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[unconstrained] Q: It costs [Calculator(2 + 3x) -> ] 5 dollars."
+    assert out[2] == "[typed inputs] Q: It costs [Calculator(2 + 3 ) -> 5] 5 dollars."
+    assert "[no_result]" in out[1] and "[ok]" in out[3]

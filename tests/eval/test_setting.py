@@ -41,3 +41,21 @@ def test_the_report_finds_the_paper_s_decoding_not_the_forced_arrow(tmp_path):
     (tmp_path / "toolformer" / "k10").mkdir()
     assert tools_setting(tmp_path, prefer=Setting(10)) == Setting(10)
     assert tools_setting(tmp_path / "nowhere") is None
+
+
+def test_chained_and_typed_settings_are_their_own_folders_and_reach_the_decoder():
+    from toolformer_kit.eval.config import EvalConfig
+    from toolformer_kit.eval.run import settings_for
+
+    for name in ("k10+calls2", "k10+typed", "k3+arrow+calls3+typed"):
+        assert Setting.parse(name).name == name
+    assert Setting.parse("tools+typed+calls2") == Setting(10, max_calls=2, typed=True)
+    chained = decode_config(get_task("svamp"), Setting(10, max_calls=3, typed=True))
+    paper = decode_config(get_task("svamp"), Setting(10))
+    assert (chained.max_calls, chained.constrain_inputs, paper.constrain_inputs) == (3, True, False)
+    assert chained.max_new_tokens - paper.max_new_tokens == 2 * (paper.max_new_tokens - paper.max_answer_tokens)
+    names = [s.name for s in settings_for(EvalConfig(settings=["tools", "disabled", "k3+calls3"], max_calls=2))]
+    assert names == ["k10+calls2", "disabled", "k3+calls3"]  # --max-calls 2 leaves disabled and explicit ones
+    with pytest.raises(ValueError, match="unknown setting"):
+        Setting.parse("k10+calls0")
+    assert not Setting(10, max_calls=2).papers and Setting(10).papers

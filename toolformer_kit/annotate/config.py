@@ -36,6 +36,10 @@ class AnnotateConfig:
     out: str = _f("annotated", "output folder (shards, corpus.jsonl, candidates.jsonl, manifest.json)")
     default_docs: int = _f(16, "embedded corpus: documents per source")
     default_sources: list[str] = _f(["wiki", "mt", "gsm8k", "changelog"], "embedded corpus: sources to mix")
+    keep_calls: bool = _f(False, "round r + 1: --corpus is an earlier round's corpus.jsonl, read with its calls kept "
+                                 "in the text (new calls only outside them, each marked 'chain' when its input uses "
+                                 "an earlier result; texts are not windowed again); not the paper's, which samples "
+                                 "every call independently")
     max_docs: int = _f(0, "annotate only the first N documents (0 = all)")
     window_tokens: int = _f(128, "split documents longer than this many tokens into windows")
     window_context: int = _f(32, "tokens of left context before each window after the first (read, never annotated)")
@@ -103,7 +107,7 @@ def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs
 # still resume (a run made without call_cost was made at λ = 0).
-ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": "", "score_floor": None}
+ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": "", "score_floor": None, "keep_calls": False}
 
 # Settings that do not change what a run writes: a resumed run may differ in these.
 NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",

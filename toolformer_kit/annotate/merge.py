@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from typing import Iterable, Mapping, Sequence
 
-from ..calls import insert_call
+from ..calls import insert_call, strip_calls
+from .chain import next_round
 from .records import Candidate
 
 
@@ -66,8 +67,12 @@ def annotate_text(text: str, calls: Sequence[Candidate]) -> str:
     return text
 
 
-def build_corpus(docs: Sequence, candidates: Sequence[Candidate], cap: int, seed: int) -> list[dict]:
-    """C* records, in corpus order: the document's fields, the annotated text and its calls."""
+def build_corpus(docs: Sequence, candidates: Sequence[Candidate], cap: int, seed: int,
+                 keep_calls: bool = False) -> list[dict]:
+    """C* records, in corpus order: the document's fields, the annotated text and its calls. With
+    ``keep_calls`` (a later round, :mod:`.chain`) the texts held calls already: ``original`` stays
+    the text without any call, and each record gets its round, the earlier rounds' calls and a
+    ``chain`` flag per new call."""
     chosen = cap_per_tool(best_per_position(c for c in candidates if c.kept), cap, seed)
     by_doc: dict[str, list[Candidate]] = {}
     for c in chosen:
@@ -78,12 +83,12 @@ def build_corpus(docs: Sequence, candidates: Sequence[Candidate], cap: int, seed
         if not calls:
             continue
         rec = d.record()
-        rec["original"] = d.text
+        rec["original"] = strip_calls(d.text) if keep_calls else d.text
         rec["text"] = annotate_text(d.text, calls)
         rec["calls"] = [{"tool": c.tool, "input": c.input, "result": c.result, "char_offset": c.char_offset,
                          "score": round(c.score, 6), "L_plus": round(c.L_plus, 6), "L_minus": round(c.L_minus, 6)}
                         for c in calls]
-        out.append(rec)
+        out.append(next_round(rec, d, calls) if keep_calls else rec)
     return out
 
 

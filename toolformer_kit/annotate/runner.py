@@ -36,6 +36,7 @@ from ..tools.engine import check_cache_file
 from . import records as R
 from .build import build_annotator, load_models, resolve_tools, tool_cache
 from .config import ADDED_AT_DEFAULT, NON_SEMANTIC, AnnotateConfig
+from .chain import chain_counts, round_documents
 from .corpus import ReadReport, read_corpus, windowed
 from .merge import build_corpus
 from .ray_engine import run_shards_ray
@@ -120,7 +121,10 @@ class Runner:
 
     def _documents(self, lm, report: ReadReport):
         docs = read_corpus(self.cfg.corpus, report, self.cfg.default_docs, self.cfg.seed, self.cfg.default_sources)
-        docs, split = windowed(docs, self.cfg.window_tokens, lambda s: len(lm.encode(s)), self.cfg.window_context)
+        if self.cfg.keep_calls:  # an earlier round's C*: its texts are that round's windows already
+            docs, split = round_documents(docs), 0
+        else:
+            docs, split = windowed(docs, self.cfg.window_tokens, lambda s: len(lm.encode(s)), self.cfg.window_context)
         if self.cfg.max_docs > 0:
             docs = docs[: self.cfg.max_docs]
         return docs, split
@@ -265,13 +269,15 @@ class Runner:
         # the annotated texts as read (after windowing), so the inspector can show any candidate in place
         write_atomic(self.out / "documents.jsonl", "".join(json.dumps(_doc_row(d), ensure_ascii=False) + "\n"
                                                             for d in docs))
-        cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed)
+        cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed, self.cfg.keep_calls)
         write_atomic(self.out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
         if self.cfg.parquet:
             self._write_parquet(cstar)
         stats = [json.loads(self._shard(n, ".json").read_text()) for n in range(n_shards)]
         summary = summarize(self.cfg, docs, candidates, cstar, stats, report, split,
                             {name: s.tau_f for name, s in self._settings.items()})
+        if self.cfg.keep_calls:
+            summary["chains"] = chain_counts(cstar)
         summary["wall_seconds_this_session"] = round(seconds, 2)
         summary["shards_resumed"] = resumed
         write_atomic(self.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))

@@ -29,9 +29,13 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from ..calls import ToolCall, format_call, parse_sampled
 from ..lm.base import CALL_OPEN_TEXT, PositionLogprobs, Sample, SamplingConfig
+
 from . import records as R
+from .chain import outside_calls
 from .positions import LEAD, call_sites, char_offset, select_positions
 
 log = logging.getLogger(__name__)
@@ -102,17 +106,19 @@ def position_suffixes(lm, tool, text: str, pos: PositionLogprobs, chosen: Sequen
 
 def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positions: Sequence[PositionLogprobs],
                  tau_s: float, k: int, m: int, cfg: SamplingConfig, stats: SampleStats | None = None,
-                 context_chars: Sequence[int] | None = None) -> list[R.Candidate]:
+                 context_chars: Sequence[int] | None = None, keep_calls: bool = False) -> list[R.Candidate]:
     """Candidates for every chosen position of every document (``positions`` from the same LM).
 
     Positions are chosen among call sites only (:func:`~.positions.call_sites`); ``context_chars[j]``
     is the length of text j's context-only opening (a window's left context), where no call goes.
+    With ``keep_calls`` (a later round) the texts hold calls already, and no call goes inside,
+    right before or right after one (:func:`~.chain.outside_calls`).
     All positions of all documents go to the backend in one call, so that it can keep its batch
     full across documents.
     """
 
     t0 = time.perf_counter()
-    meta, suffixes = chosen_suffixes(lm, tool, doc_ids, texts, positions, tau_s, k, context_chars)
+    meta, suffixes = chosen_suffixes(lm, tool, doc_ids, texts, positions, tau_s, k, context_chars, keep_calls)
     samples = draw(lm, prompt_ids(lm, tool), suffixes, m, cfg, stats)
     takes_input = getattr(tool, "takes_input", True)
     out = []
@@ -127,12 +133,14 @@ def sample_calls(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positio
 
 
 def chosen_suffixes(lm, tool, doc_ids: Sequence[str], texts: Sequence[str], positions: Sequence[PositionLogprobs],
-                    tau_s: float, k: int, context_chars: Sequence[int] | None = None):
+                    tau_s: float, k: int, context_chars: Sequence[int] | None = None, keep_calls: bool = False):
     """(doc id, position, char offset, p_i) and the suffix to sample from, per chosen position."""
     meta, suffixes = [], []
     ctx_chars = context_chars if context_chars is not None else [0] * len(texts)
     for doc_id, text, pos, ctx in zip(doc_ids, texts, positions, ctx_chars):
         sites = call_sites(pos.offsets, LEAD + text, ctx)
+        if keep_calls:
+            sites &= np.array(outside_calls(text, [char_offset(o) for o in pos.offsets]), dtype=bool)
         chosen = select_positions(pos.probs, tau_s, k, allowed=sites)
         suffixes += position_suffixes(lm, tool, text, pos, chosen)
         meta += [(doc_id, i, char_offset(pos.offsets[i]), float(pos.probs[i])) for i in chosen]

@@ -125,7 +125,8 @@ class ShardAnnotator:
                                          for p, t in zip(positions, texts))
         sstats = SampleStats()
         cands = sample_calls(self.sampler, tool, [d.doc_id for d, _ in pairs], texts, positions,
-                             s.tau_s, s.k, s.m, self.sampling, sstats, [d.context_chars for d, _ in pairs])
+                             s.tau_s, s.k, s.m, self.sampling, sstats, [d.context_chars for d, _ in pairs],
+                             self.cfg.keep_calls)
         stats.seconds["sampling"] += sstats.seconds
         stats.tokens["sampling_prefix"] += sstats.prompt_tokens
         stats.tokens["sampling_new"] += sstats.new_tokens

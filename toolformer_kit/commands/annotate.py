@@ -33,6 +33,8 @@ def format_summary(summary: dict) -> str:
         cells = "  ".join(f"{kept_at(row, t)['calls']:>6} / {kept_at(row, t)['texts']:<5}" for t in taus)
         lines.append(f"{tool:<12} {info.get('documents', 0):>6} {info.get('samples', 0):>8} {row['scored']:>7}  {cells}")
     lines.append(f"C*: {summary['c_star_texts']} texts with at least one kept call")
+    for tool, row in summary.get("chains", {}).items():  # a later round (--keep-calls)
+        lines.append(f"  {tool}: {row['chain']} of {row['kept']} new calls use an earlier call's result (chains)")
     for call in summary["top_calls"][:8]:
         lines.append(f"  {call['score']:>6.2f}  {call['tool']:<10} {call['in_context']}")
     return "\n".join(lines)

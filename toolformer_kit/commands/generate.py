@@ -24,7 +24,7 @@ import json
 import logging
 import os
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..calls import find_calls
 from ..config import ConfigError, add_dataclass_args, build_config
@@ -101,23 +101,45 @@ def run(args: argparse.Namespace) -> int:
     lm = load_lm(args.model, backend=args.backend, device=args.device, dtype=args.dtype)
     engine = ToolEngine(tools, timeout=args.tool_timeout, cache_path=args.tool_cache)
     decoder = make_decoder(lm, tools=tools, engine=engine, batch_size=args.batch_size)
-    try:
-        results = decoder.generate(prompts, cfg)
-    except ValueError as exc:  # a prompt the model cannot take (empty, longer than its context): the user's to fix
-        raise ConfigError(str(exc)) from None
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for typed, res in zip(args.prompts, results):
-        if args.json:
-            print(json.dumps(asdict(res) | {"prompt": typed}, ensure_ascii=False))
-            continue
-        shown = res.text.strip() if args.rewrite else typed + res.text
-        print(highlight(shown, colour))
-        for i, call in enumerate(res.calls, 1):
-            status = "ok" if call.ok else call.reason
-            print(f"  call {i} at token {call.token_position}: {call.tool}({call.input}) -> {call.result}  [{status}]")
+    for label, setting in side_by_side(cfg):
+        try:
+            results = decoder.generate(prompts, setting)
+        except ValueError as exc:  # a prompt the model cannot take (empty, longer than its context): the user's to fix
+            raise ConfigError(str(exc)) from None
+        _show(args, results, label, colour)
     log.info("decoding: %s", ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                         for k, v in sorted(decoder.counters.items())))
     return 0
+
+
+def side_by_side(cfg) -> list[tuple[str, object]]:
+    """The decodings to show: ``cfg`` alone, or with ``constrain_inputs`` the unconstrained one
+    first and the typed one beside it (the option is shown beside, never instead of, the model's
+    own calls).
+
+    >>> from toolformer_kit.decode.config import DecodeConfig
+    >>> [(label, c.constrain_inputs) for label, c in side_by_side(DecodeConfig(constrain_inputs=True))]
+    [('unconstrained', False), ('typed inputs', True)]
+    >>> [label for label, _ in side_by_side(DecodeConfig())]
+    ['']
+    """
+    if not cfg.constrain_inputs:
+        return [("", cfg)]
+    return [("unconstrained", replace(cfg, constrain_inputs=False)), ("typed inputs", cfg)]
+
+
+def _show(args: argparse.Namespace, results, label: str, colour: bool) -> None:
+    for typed, res in zip(args.prompts, results):
+        if args.json:
+            print(json.dumps(asdict(res) | {"prompt": typed} | ({"setting": label} if label else {}),
+                             ensure_ascii=False))
+            continue
+        shown = res.text.strip() if args.rewrite else typed + res.text
+        print((f"[{label}] " if label else "") + highlight(shown, colour))
+        for i, call in enumerate(res.calls, 1):
+            status = "ok" if call.ok else call.reason
+            print(f"  call {i} at token {call.token_position}: {call.tool}({call.input}) -> {call.result}  [{status}]")
 
 
 main = standalone("toolformer generate", __doc__, add_arguments, run)

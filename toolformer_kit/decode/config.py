@@ -18,7 +18,9 @@ class DecodeConfig:
     """How to decode. ``max_new_tokens`` counts every new token, forced ones included."""
 
     k: int = field(default=10, metadata={"help": "a call starts when ' [' is among the top k next tokens"})
-    max_calls: int = field(default=1, metadata={"help": "after this many calls ' [' is masked"})
+    max_calls: int = field(default=1, metadata={
+        "help": "calls per input (1 = the paper); after this many ' [' is masked, and a call identical to one "
+                "the input already ran is not run again"})
     disabled: bool = field(default=False, metadata={
         "help": "mask ' [' from the start (the paper's 'Toolformer (disabled)')"})
     max_new_tokens: int = field(default=64, metadata={"help": "new tokens per prompt, forced ones included"})
@@ -33,6 +35,10 @@ class DecodeConfig:
     force_arrow: bool = field(default=False, metadata={
         "help": "once a call's input is closed by ')', force ' ->' so the tool runs (constrains the call's "
                 "syntax only; the paper waits for the model to write '->')"})
+    constrain_inputs: bool = field(default=False, metadata={
+        "help": "while a call's input is written, mask the tokens that cannot continue the tool's input "
+                "grammar (tools that declare one: Calculator, Calendar); not the paper's, an option shown "
+                "beside the unconstrained decoding"})
     max_answer_tokens: Optional[int] = field(default=None, metadata={
         "help": "model-written tokens outside calls per prompt; a call and its result do not count "
                 "(default: only max_new_tokens limits)"})

@@ -13,6 +13,11 @@ This is how a Toolformer model is used (the paper's §4): decode as usual, but
   would name another tool are masked until the call's ``(``. A task that disables a tool
   (WikiSearch on LAMA) thus never spends its one call on an empty result, and with no tool
   allowed " [" is never opened;
+* with ``max_calls`` > 1 a row makes several calls, each result in its text before the next
+  (a chain); a call identical to one the row already ran is not run again (the loop guard of
+  :mod:`toolformer_kit.decode.state`);
+* ``constrain_inputs`` (not the paper's) masks, while a call's input is written, the tokens that
+  leave its tool's input grammar;
 * ``max_answer_tokens`` limits what the model writes *outside* calls, so inserting a call and
   its result (WikiSearch's run to 50-100 tokens) never shortens the answer.
 
@@ -35,11 +40,12 @@ import torch
 from tqdm.auto import tqdm
 
 from ..calls import ToolCall
-from ..tools import tool_names
+from ..registry import UnknownNameError
+from ..tools import get_tool, tool_names
 from ..tools.engine import ToolEngine
 from .config import CallRecord, DecodeConfig, DecodeResult
 from .rows import RowCache, RowTarget, num_layers, slot_mask, sliding_window
-from .state import RowRules, RowState, closing_tokens, name_tokens, opens_call
+from .state import RowRules, RowState, closing_tokens, grammar_tokens, name_tokens, opens_call
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,7 @@ PREFILL_TOKENS, PREFILL_RATIO = 1024, 0.8
 
 _NAMES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CLOSES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_GRAMMARS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _per_model(store: "weakref.WeakKeyDictionary", lm) -> dict:
@@ -126,6 +133,8 @@ class ToolAwareDecoder:
         self._counters: Counter = Counter()
         self._name_cache: dict[tuple, list[int]] = _per_model(_NAMES, lm)
         self._close_cache: dict[int, list[int]] = _per_model(_CLOSES, lm)
+        self._grammar_cache: dict[tuple, list[int]] = _per_model(_GRAMMARS, lm)
+        self._grammars: dict[str, Optional[str]] = {}
 
     @property
     def counters(self) -> dict:
@@ -178,6 +187,36 @@ class ToolAwareDecoder:
         if key not in self._name_cache:
             self._name_cache[key] = name_tokens(prefix, row.rules.names, vocab_pieces(self.lm))
         return self._name_cache[key] or None  # nothing fits (cannot happen with a full vocabulary)
+
+    def _allowed(self, row: RowState, cfg: DecodeConfig) -> Optional[list[int]]:
+        """The only tokens the row may write next: naming a tool, or (``constrain_inputs``)
+        writing the input of a tool with an input grammar; None = no such mask."""
+        named = self._name_mask(row)
+        return named if named is not None or not cfg.constrain_inputs else self._input_mask(row)
+
+    def _input_mask(self, row: RowState) -> Optional[list[int]]:
+        """The tokens that keep the call's input within its tool's grammar; None = no grammar."""
+        where = row.input_tool()
+        grammar = None if where is None else self._grammar(where[0])
+        if grammar is None:
+            return None
+        key = (grammar, where[1])
+        if key not in self._grammar_cache:
+            self._grammar_cache[key] = grammar_tokens(where[1], grammar, vocab_pieces(self.lm))
+        return self._grammar_cache[key] or None
+
+    def _grammar(self, name: str) -> Optional[str]:
+        """A tool's input grammar: from the decoder's tools, the engine's, or the registry."""
+        if name not in self._grammars:
+            tools = self.tools if self.tools is not None else getattr(self.engine, "tools", None)
+            tool = tools.get(name) if isinstance(tools, Mapping) else None
+            if tool is None and name in self.tool_names:
+                try:
+                    tool = get_tool(name)
+                except UnknownNameError:
+                    tool = None
+            self._grammars[name] = getattr(tool, "input_grammar", None)
+        return self._grammars[name]
 
     def _closing_ban(self, row: RowState) -> Optional[list[int]]:
         """With ``force_arrow``: the tokens that would close the input mid-token; None = no ban."""
@@ -233,8 +272,8 @@ class ToolAwareDecoder:
         if closed:  # no calls left (or disabled): " [" gets probability 0
             logits[closed, co] = float("-inf")
         for b, row in enumerate(rows):
-            allowed = self._name_mask(row)
-            if allowed is not None:  # naming a tool: only the allowed tools' names
+            allowed = self._allowed(row, cfg)
+            if allowed is not None:  # naming a tool (only allowed names), or a typed input
                 keep = torch.full_like(logits[b], float("-inf"))
                 keep[allowed] = logits[b, allowed]
                 logits[b] = keep

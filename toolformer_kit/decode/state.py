@@ -22,6 +22,14 @@ gets probability 0 (:func:`closing_tokens`). Why: a small model fine-tuned on fe
 and writes a sensible input, then copies the corpus's ``= 528]`` where the call wants ``-> 528]``,
 so the tool never runs; the option constrains only the call's syntax, never its content.
 
+**Inputs can be typed** (``constrain_inputs``, off by default; not the paper's). While the model
+writes the input of a call to a tool that declares an input grammar
+(:attr:`~toolformer_kit.tools.base.Tool.input_grammar`: the Calculator's numbers and operators,
+the Calendar's empty input), the tokens that would put a character outside it get probability 0
+(:func:`grammar_tokens`). Why: a model that writes ``Calculator(twenty / 4)`` gets no result; the
+option shows what the same model does when it cannot, and is reported beside the unconstrained
+decoding, never instead of it.
+
 **The answer budget** (``max_answer_tokens``) counts the tokens the model writes outside calls
 (:attr:`RowState.answer_tokens`), so a long result (WikiSearch's ~50-100 tokens) never eats the
 answer's room; ``max_new_tokens`` stays the hard cap on everything.
@@ -40,10 +48,21 @@ too_long               no "->" within ``max_call_tokens`` tokens         ``]`` c
 closed_without_arrow   the model closed the call with "]" itself         nothing (kept as written)
 line_break             a newline inside the call (calls are one line)    nothing; the call is dead
 unfinished             tokens or the model (EOS) ran out inside a call   nothing
+repeated               "->" after a call this row already ran (same      `` ]``; no further call opens
+                       tool, same input)
 =====================  ================================================  ============================
 
 Every started call counts towards ``max_calls``, malformed or not: the paper's limit is on
 attempts, and a model that keeps opening broken calls should not loop.
+
+**Several calls per input** (``max_calls`` > 1, beyond the paper's one; its §7 names the limit):
+each call pauses at "->", runs, and the row goes on with the result in its text, so a later call's
+input can use an earlier result (``[Calculator(25 - 5) -> 20]`` then ``[Calculator(20 / 4) -> 5]``).
+**The loop guard**: a call identical to one the row already ran (same tool, same input once
+whitespace is normalised) is not run again. It gets the empty close `` ]`` (reason ``repeated``)
+and the row opens no further call. Why abandon rather than mask: the repeat is known only once
+"->" is written, and a model that repeats a call from the same text is looping; another call
+would most likely repeat it again, while the earlier result is already in its text.
 """
 
 from __future__ import annotations
@@ -52,7 +71,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from ..calls import ARROW, CALL_CLOSE, ToolCall, parse_sampled
+from ..calls import ARROW, CALL_CLOSE, ToolCall, normalize_input, parse_sampled
 from .config import CallRecord
 
 
@@ -145,6 +164,45 @@ def closing_tokens(depth: int, pieces: Sequence[str]) -> list[int]:
     return out
 
 
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """What makes two calls identical for the loop guard: the tool and its input, whitespace runs
+    collapsed (a result plays no part).
+
+    >>> call_key(ToolCall("Calculator", " 2  + 3 ")) == call_key(ToolCall("Calculator", "2 + 3", "5"))
+    True
+    """
+    return call.tool, normalize_input(call.input)
+
+
+def grammar_tokens(depth: int, grammar: str, pieces: Sequence[str]) -> list[int]:
+    """The tokens (indices into ``pieces``) that keep a call's input, open at paren ``depth``, within
+    its tool's ``grammar`` (the characters an input may hold, :attr:`~toolformer_kit.tools.base.Tool.input_grammar`):
+    every character up to the ``)`` that closes the input is in the grammar; what follows that
+    ``)`` in the same token is past the input. An empty token never fits (it would write nothing).
+
+    >>> grammar_tokens(1, "0123456789+ ", ["1", "2 +", "a", ")", ") ->", "x)", "", "(1"])
+    [0, 1, 3, 4]
+    >>> grammar_tokens(1, "", ["2", ")", ")]", " )"])  # the Calendar: only the closing ")"
+    [1, 2]
+    >>> grammar_tokens(2, "0123456789()", ["))", ")", "1)"])
+    [0, 1, 2]
+    """
+    allowed = set(grammar)
+    out = []
+    for t, piece in enumerate(pieces):
+        d, fits = depth, bool(piece)
+        for ch in piece:
+            if ch == ")" and d == 1:
+                break  # the input is closed: the rest of the token lies past it
+            if ch not in allowed:
+                fits = False
+                break
+            d += (ch == "(") - (ch == ")")
+        if fits:
+            out.append(t)
+    return out
+
+
 @dataclass
 class CallCheck:
     """What the call text written so far means: keep writing (``action == ""``), ``run`` the
@@ -219,6 +277,7 @@ class RowState:
     done: bool = False
     eos: bool = False
     answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
+    ran: set = field(default_factory=set)  # (tool, input) of every call run so far: the loop guard
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
@@ -246,6 +305,11 @@ class RowState:
             return None
         depth = input_paren_depth(self.call_body())
         return depth if depth is not None and depth > 0 else None
+
+    def input_tool(self) -> Optional[tuple[str, int]]:
+        """(tool name, paren depth) while the model writes a call's input, else None."""
+        depth = self.input_depth()
+        return None if depth is None else (self.call_body().split("(", 1)[0].strip(), depth)
 
     def naming(self) -> Optional[str]:
         """The call text so far while the tool's name is still being written, else None."""
@@ -300,7 +364,12 @@ class RowState:
         if verdict.call is not None:
             record.tool, record.input = verdict.call.tool, verdict.call.input
         record.reason = verdict.reason
+        if verdict.action == "run" and call_key(verdict.call) in self.ran:
+            record.reason = "repeated"
+            self.calls_left = 0  # the row is looping: no further call opens
+            verdict = CallCheck("close", verdict.call, "repeated")
         if verdict.action == "run":
+            self.ran.add(call_key(verdict.call))
             self.phase = "tool"
             return verdict.call
         if verdict.action == "close":

@@ -20,7 +20,8 @@ engine did not:
 While a call's tool name is being written, the allowed tokens change with every token (the name
 mask of :mod:`toolformer_kit.decode.state`), so those steps are asked one token at a time with
 ``allow`` (vLLM's ``allowed_token_ids``); a name is a few tokens, so this costs a few requests
-per call. The answer budget (``max_answer_tokens``) bounds a text segment's length as well.
+per call; with ``constrain_inputs`` so are the steps of a typed input (its allowed tokens change
+with the paren depth). The answer budget (``max_answer_tokens``) bounds a text segment's length as well.
 
 Where the HF decoder sets the call-open logit to -inf, a request carries a logit bias of -100,
 the most vLLM accepts: greedy decoding can then never pick " [", and sampling picks it with
@@ -111,7 +112,7 @@ class VLLMToolDecoder(ToolAwareDecoder):
             budget = min(budget, cfg.max_call_tokens - (len(row.ids) - row.call_start))
         elif cfg.max_answer_tokens is not None:
             budget = min(budget, cfg.max_answer_tokens - row.answer_tokens)
-        allow = tuple(self._name_mask(row) or ())
+        allow = tuple(self._allowed(row, cfg) or ())
         watch = row.phase == "text" and row.calls_left > 0 and cfg.k > 0
         return SegmentRequest(
             row.prompt_ids + row.ids, 1 if allow else max(1, budget), cfg.temperature,
@@ -125,7 +126,7 @@ class VLLMToolDecoder(ToolAwareDecoder):
 
     def _fits(self, row: RowState, req: SegmentRequest, cfg: DecodeConfig) -> bool:
         """Whether the request drew this step from the distribution the HF decoder would use."""
-        if self._banned(row) != (req.ban is not None) or tuple(self._name_mask(row) or ()) != req.allow:
+        if self._banned(row) != (req.ban is not None) or tuple(self._allowed(row, cfg) or ()) != req.allow:
             return False
         return req.watch is not None or not (row.can_open() and cfg.k > 0)
 

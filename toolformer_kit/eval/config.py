@@ -31,8 +31,11 @@ class EvalConfig:
     tasks: list[str] = field(default_factory=lambda: list(PAPER_TASKS), metadata={"help": "comma-separated task names"})
     settings: list[str] = field(default_factory=lambda: ["tools", "disabled"], metadata={
         "help": "tools (calls on top-k), disabled, or kN; tools+arrow or kN+arrow also force '->' once a "
-                "call's input closes"})
+                "call's input closes; +callsN allows N calls per input, +typed constrains inputs to the "
+                "tool's grammar (k10+calls2+typed)"})
     k: int = field(default=10, metadata={"help": "a call opens when ' [' is among the top k tokens"})
+    max_calls: int = field(default=1, metadata={
+        "help": "calls per input in every setting with calls on (1 = the paper; N > 1 names the setting kN+callsN)"})
     k_sweep: bool = field(default=False, metadata={"help": "also run k = 1, 3, 10 (the paper's Table 9)"})
     tools: list[str] = field(default_factory=lambda: list(BUILTIN), metadata={
         "help": "tools the models may call (each task still removes the ones the paper removes)"})

@@ -63,12 +63,14 @@ class ResumeError(ConfigError):
 
 
 def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[str] = ("\n",)):
-    """The paper's decoding for a task: greedy, at most one call, top-k call opening; the task's
-    ``max_new_tokens`` is the answer's budget, whatever a call inserts."""
-    budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET)
-    return DecodeConfig(k=setting.k, max_calls=1, disabled=setting.disabled, max_new_tokens=budget,
+    """The paper's decoding for a task: greedy, at most one call (``setting.max_calls`` beyond the
+    paper), top-k call opening; the task's ``max_new_tokens`` is the answer's budget, whatever the
+    calls insert (each call gets its own room)."""
+    budget = task.max_new_tokens + (0 if setting.disabled else CALL_TOKEN_BUDGET * setting.max_calls)
+    return DecodeConfig(k=setting.k, max_calls=setting.max_calls, disabled=setting.disabled, max_new_tokens=budget,
                         max_answer_tokens=task.max_new_tokens, max_call_tokens=CALL_TOKENS,
-                        temperature=0.0, seed=seed, stop=list(stop), force_arrow=setting.force_arrow)
+                        temperature=0.0, seed=seed, stop=list(stop), force_arrow=setting.force_arrow,
+                        constrain_inputs=setting.typed)
 
 
 def _plain(obj: Any) -> Any:

@@ -4,6 +4,7 @@ minus the printing, so the pipeline and the experiment recipes call it with an
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -27,6 +28,11 @@ def settings_for(cfg: EvalConfig) -> list[Setting]:
     except ValueError as exc:
         raise ConfigError(f"--settings: {exc}") from None
     settings += [Setting(k) for k in (1, 3, 10)] if cfg.k_sweep else []
+    if cfg.max_calls < 1:
+        raise ConfigError(f"--max-calls must be >= 1 (the 'disabled' setting opens none), got {cfg.max_calls}")
+    if cfg.max_calls != 1:  # every setting with calls on, unless its name says its own (k10+calls3)
+        settings = [dataclasses.replace(s, max_calls=cfg.max_calls) if not s.disabled and s.max_calls == 1 else s
+                    for s in settings]
     return list({s.name: s for s in settings}.values())
 
 

@@ -23,34 +23,54 @@ class Setting:
     """How calls are decoded: masked entirely (``disabled``, the paper's "(disabled)" rows), or
     opened when " [" is among the top ``k`` tokens; ``force_arrow`` also forces "->" once a call's
     input is closed (:class:`~toolformer_kit.decode.config.DecodeConfig`'s ``force_arrow``; a
-    deviation from the paper, reported as its own setting).
+    deviation from the paper, reported as its own setting). Beyond the paper (issue 31):
+    ``max_calls`` calls per input (the paper's is 1) and ``typed``, a call's input constrained to
+    its tool's grammar (``constrain_inputs``); each is its own setting, beside the paper's.
 
     >>> Setting(3).name, DISABLED.name, Setting(10, force_arrow=True).name
     ('k3', 'disabled', 'k10+arrow')
+    >>> Setting(10, max_calls=2).name, Setting(10, typed=True).name, Setting(5, force_arrow=True, max_calls=3, typed=True).name
+    ('k10+calls2', 'k10+typed', 'k5+arrow+calls3+typed')
     """
 
     k: int = 10
     disabled: bool = False
     force_arrow: bool = False
+    max_calls: int = 1
+    typed: bool = False
 
     def __post_init__(self) -> None:
-        if self.disabled and (self.k or self.force_arrow):
-            raise ValueError("a disabled setting opens no call: it has k 0 and no forced arrow")
+        if self.disabled and (self.k or self.force_arrow or self.typed or self.max_calls != 1):
+            raise ValueError("a disabled setting opens no call: it has k 0, no forced arrow, no typed inputs "
+                             "and the default max_calls")
         if self.k < 0:
             raise ValueError(f"k must be >= 0, got {self.k}")
+        if self.max_calls < 1:
+            raise ValueError(f"max_calls must be >= 1 (use 'disabled' for none), got {self.max_calls}")
 
     @property
     def name(self) -> str:
-        """The run's folder name: ``disabled``, ``kN`` or ``kN+arrow``."""
+        """The run's folder name: ``disabled``, or ``kN`` with ``+arrow``, ``+callsN``, ``+typed``
+        in that order where they apply (the paper's settings keep their old names)."""
         if self.disabled:
             return "disabled"
-        return f"k{self.k}" + ("+arrow" if self.force_arrow else "")
+        return (f"k{self.k}" + ("+arrow" if self.force_arrow else "")
+                + (f"+calls{self.max_calls}" if self.max_calls != 1 else "") + ("+typed" if self.typed else ""))
+
+    @property
+    def papers(self) -> bool:
+        """Whether this is the paper's decoding (top-k, one call, nothing forced or constrained).
+
+        >>> Setting(10).papers, Setting(10, max_calls=2).papers, DISABLED.papers
+        (True, False, False)
+        """
+        return not self.disabled and not self.force_arrow and self.max_calls == 1 and not self.typed
 
     def arrow(self) -> "Setting":
         """The same decoding with "->" forced.
 
         >>> Setting(10).arrow()
-        Setting(k=10, disabled=False, force_arrow=True)
+        Setting(k=10, disabled=False, force_arrow=True, max_calls=1, typed=False)
         """
         return dataclasses.replace(self, force_arrow=True)
 
@@ -59,23 +79,39 @@ class Setting:
         """A ``--settings`` entry or a run's folder name; ``tools`` (or ``on``) means top-``k``.
 
         >>> Setting.parse("k3"), Setting.parse("disabled").name, Setting.parse("tools", k=10).name
-        (Setting(k=3, disabled=False, force_arrow=False), 'disabled', 'k10')
-        >>> Setting.parse("tools+arrow", k=10), Setting.parse("k5+arrow").name
-        (Setting(k=10, disabled=False, force_arrow=True), 'k5+arrow')
+        (Setting(k=3, disabled=False, force_arrow=False, max_calls=1, typed=False), 'disabled', 'k10')
+        >>> Setting.parse("tools+arrow", k=10).force_arrow, Setting.parse("k5+arrow").name
+        (True, 'k5+arrow')
+        >>> Setting.parse("tools+typed+calls2").name
+        'k10+calls2+typed'
         """
         text = text.strip().lower()
-        base, plus, extra = text.partition("+")
-        if plus and extra == "arrow" and base not in OFF:
-            return cls.parse(base, k).arrow()
+        base, *extras = text.split("+")
+        if extras and base not in OFF:
+            fields = {}
+            for extra in extras:
+                m = re.fullmatch(r"calls(\d+)", extra)
+                if extra in ("arrow", "typed"):
+                    fields["force_arrow" if extra == "arrow" else "typed"] = True
+                elif m and int(m.group(1)) >= 1:
+                    fields["max_calls"] = int(m.group(1))
+                else:
+                    raise ValueError(_unknown(text))
+            return dataclasses.replace(cls.parse(base, k), **fields)
         if text in OFF:
             return DISABLED
         if text in ON:
             return cls(k)
         m = re.fullmatch(r"k(\d+)", text)
         if not m:
-            raise ValueError(f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10, "
-                             f"each of the last two optionally with '+arrow' (k10+arrow)")
+            raise ValueError(_unknown(text))
         return cls(int(m.group(1)))
+
+
+def _unknown(text: str) -> str:
+    return (f"unknown setting {text!r}; use 'disabled', 'tools' or kN such as k1, k3, k10, each of the last two "
+            f"optionally with '+arrow' (k10+arrow), '+callsN' (k10+calls2: up to N calls per input) or "
+            f"'+typed' (inputs constrained to the tool's grammar)")
 
 
 DISABLED = Setting(k=0, disabled=True)

@@ -100,6 +100,17 @@ def clean_result(value: object, max_chars: int = MAX_RESULT_CHARS) -> Optional[s
     return text or None
 
 
+def fits_grammar(text: str, grammar: Optional[str]) -> bool:
+    """Whether a call input holds only the characters of a tool's ``input_grammar`` (None: any).
+
+    >>> fits_grammar("(25 - 5) / 4", "0123456789+-*/(). "), fits_grammar("twenty / 4", "0123456789+-*/(). ")
+    (True, False)
+    >>> fits_grammar("", ""), fits_grammar("today", ""), fits_grammar("anything", None)
+    (True, False, True)
+    """
+    return grammar is None or all(ch in grammar for ch in text)
+
+
 @dataclass
 class Tool:
     """A callable tool. ``fn`` returns the result text, or None for "no result".
@@ -111,6 +122,13 @@ class Tool:
     engine's), ``concurrency`` (most calls at once; 1 for a tool behind one model) and
     ``prepare`` (slow one-off setup, such as loading a model, that the engine runs before timing
     calls). ``example_input`` and ``no_result_hint`` make messages concrete.
+
+    ``input_grammar`` (optional) is the tool's input grammar at the character level: the
+    characters an input may hold (the Calculator's digits, operators, parentheses, point and
+    spaces), ``""`` for a tool whose input is empty (Calendar), None for free text. Decoding may
+    constrain a call's input to it (``DecodeConfig.constrain_inputs``, an option beside the
+    unconstrained decoding, never instead of it: typed tool inputs are a critique of the method,
+    not part of the paper). :func:`fits_grammar` says whether a whole input fits.
 
     ``batch_fn`` (optional) answers many inputs at once, one result or None per input, in order:
     a tool behind a model answers a batch in one generation pass instead of one pass per call
@@ -135,6 +153,7 @@ class Tool:
     no_result_hint: str = "the tool found nothing for this input"
     batch_fn: Optional[Callable[[Sequence[str]], Sequence[Optional[str]]]] = None
     batch_size: int = 32
+    input_grammar: Optional[str] = None
 
     def __call__(self, text: str) -> Optional[str]:
         """The result, or None for no result (including input :meth:`check_input` refuses)."""

@@ -154,6 +154,10 @@ DEMONSTRATIONS = [
 # exact and checkable, so showing it teaches the model what the call is for at no risk; a search
 # or QA result written by hand would teach it to invent results. The paper's prompts do the same.
 
+# The Calculator's input grammar at the character level (Tool.input_grammar): numbers (digits,
+# decimal point, thousands commas), + - * / and their typographic forms, parentheses, spaces.
+INPUT_GRAMMAR = "0123456789.,+-*/×÷−–·() "
+
 CALCULATOR = Tool(
     name="Calculator",
     fn=calculate,
@@ -164,4 +168,5 @@ CALCULATOR = Tool(
     max_input_chars=MAX_INPUT_CHARS,
     example_input="400 / 1400",
     no_result_hint="not an expression of numbers (at most 15 digits), + - * / and parentheses, or division by zero",
+    input_grammar=INPUT_GRAMMAR,
 )

@@ -165,4 +165,5 @@ CALENDAR = Tool(
     max_input_chars=200,
     cacheable=False,
     example_input="",
+    input_grammar="",  # the input is empty: [Calendar()]
 )
