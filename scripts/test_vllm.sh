@@ -15,4 +15,4 @@ PY=.venv-vllm/bin/python
 "$PY" -m pip uninstall --quiet -y torchvision torchaudio torchcodec || true
 "$PY" -m pip install --quiet --no-deps -e .
 "$PY" -m pip install --quiet gguf tantivy py3langid pytest pytest-timeout hypothesis
-TOOLFORMER_TEST_VLLM=1 "$PY" -m pytest -p no:cacheprovider -o addopts="" tests/test_vllm_backend.py "$@"
+TOOLFORMER_TEST_VLLM=1 "$PY" -m pytest -p no:cacheprovider -o addopts="" tests/lm/test_vllm_backend.py "$@"

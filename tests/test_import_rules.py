@@ -28,8 +28,10 @@ MAY_IMPORT = {
     "train": {"lm"},
     "eval": {"lm", "tools", "decode"},
     "inspector": {"annotate", "tools"},
-    "evidence": {"lm", "tools", "decode", "annotate", "train", "eval"},
-    "pipeline": {"lm", "tools", "decode", "annotate", "train", "eval", "evidence"},
+    # The pipeline is the one runner of stages; an experiment (evidence) is a pipeline configuration
+    # plus an evidence report, built on it; never the other way round (issue 30).
+    "pipeline": {"lm", "tools", "decode", "annotate", "train", "eval"},
+    "evidence": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline"},
     "commands": {"lm", "tools", "decode", "annotate", "train", "eval", "inspector", "pipeline", "evidence"},
     "cli": {"commands"},
     "__init__": set(),
@@ -77,7 +79,8 @@ def unit(module: str) -> str:
 
 def test_the_graph_is_read():
     g = graph()
-    assert "toolformer_kit.eval.run" in g["toolformer_kit.pipeline.run"]
+    assert "toolformer_kit.eval.run" in g["toolformer_kit.pipeline.stages"]
+    assert "toolformer_kit.pipeline.stages" in g["toolformer_kit.evidence.run"]
     assert "toolformer_kit.lm.base" in g["toolformer_kit.lm.hf"]
 
 

@@ -9,7 +9,7 @@ tested beside their module, each against the bytes or summary of an uninterrupte
 5 (a cut last evaluation record) tests/eval/test_harness.py::test_resume_skips_done_examples*;
 8 (a run folder copied or spelled relative) tests/eval/test_eval_out.py::test_a_model_is_the_same*,
 tests/annotate/test_runner.py::test_a_run_resumes_whatever_the_spelling_of_its_corpus_path and
-tests/test_sigkill_experiment.py::test_a_copied_run_with_cut_files_resumes_to_the_same_outputs;
+tests/evidence/test_sigkill_experiment.py::test_a_copied_run_with_cut_files_resumes_to_the_same_outputs;
 9 (resume under other settings) tests/train/test_train_run.py::test_a_checkpoint_is_resumed_only_by_the_run_that_made_it;
 10 (one step trains; determinism; resume == uninterrupted) tests/train/test_train_run.py and
 benchmarks/campaign_sigkill_experiment.py (kill -9 at 20 points over the experiment's stages).

@@ -306,3 +306,57 @@ def build_config(cls: type[C], args: argparse.Namespace) -> C:
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A JSON-ready copy, for manifests and model cards."""
     return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+
+
+# ---------------------------------------------------------------- declaring settings
+def config_field(default: Any, help_text: str, **meta: Any) -> Any:
+    """A setting: its default (a list is copied per instance) and its one help text; ``meta`` adds
+    ``min``/``max`` (range), ``cli=False`` (no flag) or ``added=True`` (see :func:`recorded`).
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo:
+    ...     tools: list[str] = config_field(["Calculator"], "tools")
+    >>> Demo().tools is not Demo().tools
+    True
+    """
+    meta = {"help": help_text, **meta}
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda d=default: list(d), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def stage_field(cls: type, name: str, default: Any = dataclasses.MISSING, note: str = "", **meta: Any) -> Any:
+    """A composite config's setting that *is* stage config ``cls``'s field ``name``: its help text
+    (and range) are taken from there, so they are written once; ``default`` overrides the stage's
+    (a recipe's smaller sizes), and ``note`` says what the setting does in the composite besides.
+    The composite still annotates the field's type, which tests/test_config_composed.py checks
+    against the stage's.
+
+    >>> from dataclasses import dataclass, fields
+    >>> @dataclass
+    ... class Stage:
+    ...     seed: int = config_field(0, "seed for sampling")
+    >>> @dataclass
+    ... class Recipe:
+    ...     seed: int = stage_field(Stage, "seed", 3, note="every stage")
+    >>> Recipe().seed, fields(Recipe)[0].metadata["help"], fields(Recipe)[0].metadata["from"]
+    (3, 'seed for sampling (every stage)', 'Stage.seed')
+    """
+    source = {f.name: f for f in dataclasses.fields(cls)}[name]
+    if default is dataclasses.MISSING:
+        default = source.default_factory() if source.default_factory is not dataclasses.MISSING else source.default
+    help_text = source.metadata.get("help", "") + (f" ({note})" if note else "")
+    return config_field(default, help_text, **{**dict(source.metadata), **meta, "from": f"{cls.__name__}.{name}",
+                                               "help": help_text})
+
+
+def recorded(cfg: Any) -> dict[str, Any]:
+    """:func:`to_dict` without the settings marked ``added`` that are at their default: a setting
+    added after runs were recorded (``dtype``, ``call_cost``) then leaves those records, and the
+    reports rendered from them, byte for byte as they were."""
+    values = to_dict(cfg)
+    for f in dataclasses.fields(cfg):
+        if f.metadata.get("added") and values.get(f.name) == _default(f):
+            values.pop(f.name)
+    return values

@@ -11,9 +11,12 @@ import pytest
 from toolformer_kit.annotate.build import annotation_tool
 from toolformer_kit.annotate.config import AnnotateConfig
 from toolformer_kit.config import ConfigError
+from toolformer_kit.eval.setting import DISABLED
 from toolformer_kit.eval.tasks import get_task
 from toolformer_kit.eval.tasks.wikicloze import heldout_titles, wiki_summaries
+from toolformer_kit.eval import run as eval_run
 from toolformer_kit.evidence import run as R
+from toolformer_kit.pipeline import stages
 from toolformer_kit.evidence.ceiling import question_of
 from toolformer_kit.evidence.recipe import ExperimentConfig
 from toolformer_kit.tools.wikisearch import BM25Index, default_index
@@ -69,7 +72,7 @@ def test_the_annotate_stage_is_given_that_corpus(corpus_run, monkeypatch):
         def run(self):
             pass
 
-    monkeypatch.setattr(R, "Runner", Runner)
+    monkeypatch.setattr(stages, "Runner", Runner)
     R.stage_annotate(cfg, out)
     assert seen[0].wiki_corpus == str(out / "corpus" / R.SEARCH_CORPUS)
 
@@ -97,11 +100,11 @@ def test_eval_subset_retrievable_evaluates_only_what_the_index_can_answer(tmp_pa
     def evaluate(label, generate, tasks, settings, data_dir, folder, **kw):
         seen.update({t.name: t.load(data_dir) for t in tasks})
 
-    monkeypatch.setattr(R, "load_lm", lambda model: None)
-    monkeypatch.setattr(R, "decoder_generate", lambda lm, batch: None)
-    monkeypatch.setattr(R, "evaluate", evaluate)
+    monkeypatch.setattr(eval_run, "load_lm", lambda model, **kw: None)  # the pipeline's stage runs it
+    monkeypatch.setattr(eval_run, "decoder_generate", lambda lm, batch: None)
+    monkeypatch.setattr(eval_run, "evaluate", evaluate)
     monkeypatch.setattr(R, "write_report", lambda *a: None)
-    R.stage_eval(cfg, tmp_path, runs=[("toolformer", "m", ["disabled"])])
+    R.stage_eval(cfg, tmp_path, runs=[("toolformer", "m", [DISABLED])])
     assert [e.prompt.split(": ", 1)[1].split("\n")[0] for e in seen["nq"]] == ["who painted the mona lisa"]
     assert len(seen["wiki-cloze"]) == len(get_task("wiki-cloze").load(data))  # every cloze item is retrievable
     with pytest.raises(ConfigError, match="eval_subset retrievable needs the ceiling"):

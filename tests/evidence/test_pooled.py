@@ -47,7 +47,7 @@ def test_the_endpoint_opens_the_report_and_says_whether_it_was_met(tmp_path):
 
 def test_a_smoke_sized_pipeline_says_so_in_its_verdict(tmp_path):
     """issue 27, item 6: the main job's few C* calls check the stages; the verdict says where the evidence is."""
-    from toolformer_kit.evidence.results import pipeline_verdict
+    from toolformer_kit.pipeline.report import pipeline_verdict
 
     write(tmp_path, "k10", "svamp", [True] * 3 + [False] * 7)
     write(tmp_path, "disabled", "svamp", [True] * 2 + [False] * 8)

@@ -21,6 +21,7 @@ from toolformer_kit.evidence import report_study as RS
 from toolformer_kit.evidence import run as X
 from toolformer_kit.evidence import studies as S
 from toolformer_kit.evidence.run import Ledger
+from toolformer_kit.pipeline import stages as stage_runner
 
 from annotate.fakes import FakeEngine, FakeLM, calculator_tool
 from annotate.test_runner import TEXTS
@@ -373,7 +374,7 @@ def test_a_tau_study_end_to_end_on_the_fake_lm(tmp_path, monkeypatch):
     monkeypatch.setattr(X, "stage_models", lambda cfg, out: None)
     monkeypatch.setattr(X, "stage_corpus", corpus)
     monkeypatch.setattr(X, "stage_annotate", annotate)
-    monkeypatch.setattr(X, "run_training", run_training)
+    monkeypatch.setattr(stage_runner, "run_training", run_training)
     monkeypatch.setattr(X, "stage_eval", evaluate)
     study = S.load_study("tau", {"out": str(tmp_path / "run"), "results": str(tmp_path / "res"), "recipes": ["math"],
                                  "tasks": ["svamp"], "tau_f_values": [0, 0.5, 50], "bootstrap": 200})

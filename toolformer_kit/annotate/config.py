@@ -9,19 +9,14 @@ Per-tool thresholds default to each tool's own :class:`~toolformer_kit.tools.bas
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
-from ..config import ConfigError
+from ..config import ConfigError, config_field as _f
 from ..tools import BUILTIN
 from ..tools.base import AnnotationSettings
 from .settings import parse_per_tool, resolve_run
 
-
-def _f(default, help_text, **kw):
-    if isinstance(default, list):
-        return field(default_factory=lambda d=default: list(d), metadata={"help": help_text, **kw})
-    return field(default=default, metadata={"help": help_text, **kw})
 
 # Why a separate --sampler-model is reported as a deviation from the paper.
 PAPER_MODEL_NOTE = "the paper samples, scores and fine-tunes with one model M (§2)"

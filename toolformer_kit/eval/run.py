@@ -90,14 +90,28 @@ def model_identity(model: str) -> str:
     return f"{folder.resolve().name}:{h.hexdigest()[:16]}"
 
 
-def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, data_dir: Path, tools: dict) -> None:
-    """Load one model and run its generation tasks and perplexity texts."""
+def run_info(cfg: EvalConfig, model: str, extra: dict | None = None) -> dict:
+    """What a run folder records about the model, checked on resume. Backend and dtype are recorded
+    only off their defaults (``""``, the library default a recipe evaluates with, included), so
+    folders written before the flags existed still resume. ``extra``: the caller's own keys.
+
+    >>> run_info(EvalConfig(dtype=""), "m", {"lama_search": False})
+    {'model': 'm', 'model_id': 'm', 'lama_search': False}
+    >>> run_info(EvalConfig(backend="vllm", dtype="bf16"), "m")["dtype"]
+    'bf16'
+    """
+    return {"model": model, "model_id": model_identity(model)} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
+        | ({"dtype": cfg.dtype} if cfg.dtype not in ("auto", "") else {}) | dict(extra or {})
+
+
+def evaluate_model(cfg: EvalConfig, label: str, model: str, settings, tasks, data_dir: Path, tools: dict,
+                   info: dict | None = None) -> None:
+    """Load one model and run its generation tasks and perplexity texts (``info``: more keys its run
+    folders record, see :func:`run_info`)."""
     log.info("evaluating %s (%s) under %s", label, model, ", ".join(s.name for s in settings))
     set_threads(cfg.threads)
     lm = load_lm(model, backend=cfg.backend, device=cfg.device, dtype=cfg.dtype)
-    # Recorded only off the default, so folders written before the flag existed still resume.
-    info = {"model": model, "model_id": model_identity(model)} | ({"backend": cfg.backend} if cfg.backend != "hf" else {}) \
-        | ({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})
+    info = run_info(cfg, model, info)
     evaluate(label, decoder_generate(lm, cfg.batch_size), tasks, settings, data_dir, cfg.out, tools=tools,
              limit=cfg.limit, batch_size=cfg.batch_size, seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
     texts = [(t.name, subset(t.load(data_dir), cfg.limit)) for t in tasks if t.kind == "perplexity"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tqdm.auto import tqdm
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import fingerprint
-from ..config import ConfigError
+from ..config import ConfigError, config_field as _f, stage_field
 from ..eval.config import default_data_dir
 from .bank import FORMAT, Bank, Progress, bank_record
 from .corpora import heldout_for, write_search_corpus
@@ -46,38 +46,37 @@ from .selection import math_selection, search_selection, solution_windows
 log = logging.getLogger(__name__)
 
 
-def _f(default, help_text):
-    if isinstance(default, list):
-        return field(default_factory=lambda d=default: list(d), metadata={"help": help_text})
-    return field(default=default, metadata={"help": help_text})
-
-
 RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"]}
 SEARCH_TASKS = ["lama-trex", "lama-google-re", "lama-squad", "webquestions", "nq", "triviaqa", "wiki-cloze"]
 
 
+CALCULATOR = "the paper's Calculator setting"
+
+
 @dataclass
 class CampaignConfig:
+    """A campaign's settings; an annotation setting is :class:`AnnotateConfig`'s field (one help text)."""
+
     recipe: str = _f("math", "math: the Calculator on GSM8K prose solutions and arithmetic Wikipedia summaries; "
                              "search: WikiSearch and QA on Wikipedia summaries the evaluation does not ask about "
                              "(the held-out facts left out of the corpus and of the search index)")
     out: str = _f("datasets/cstar-math", "the dataset folder: its bank/ is resumed, its data/ and card rewritten")
-    model: str = _f("qwen2.5-coder-0.5b", "M: samples, scores (and is later fine-tuned), as in the paper")
-    k: int = _f(20, "positions per window (the paper's Calculator setting)")
-    m: int = _f(10, "calls sampled per position (the paper's Calculator setting)")
-    tau_s: float = _f(0.0, "position threshold τs (the paper's Calculator setting)")
-    tau_f: float = _f(0.5, "filter threshold τf of the published C* (the paper's Calculator setting; ≥ 0)")
-    report_tau_f: list[float] = _f([0.25, 0.5, 1.0], "thresholds of the kept-calls table")
+    model: str = stage_field(AnnotateConfig, "model", "qwen2.5-coder-0.5b", note="M: it also samples, as in the paper")
+    k: int = stage_field(AnnotateConfig, "k", 20, note=CALCULATOR)
+    m: int = stage_field(AnnotateConfig, "m", 10, note=CALCULATOR)
+    tau_s: float = stage_field(AnnotateConfig, "tau_s", 0.0, note=CALCULATOR)
+    tau_f: float = stage_field(AnnotateConfig, "tau_f", 0.5, note="of the published C*; " + CALCULATOR + "; ≥ 0")
+    report_tau_f: list[float] = stage_field(AnnotateConfig, "report_tau_f", [0.25, 0.5, 1.0])
     target_calls: int = _f(300, "stop once C* holds this many calls after merging at τf (0 = the whole corpus)")
-    window_tokens: int = _f(128, "split documents longer than this many tokens into windows")
-    shard_size: int = _f(4, "windows per banked shard (the unit of resumption)")
+    window_tokens: int = stage_field(AnnotateConfig, "window_tokens")
+    shard_size: int = stage_field(AnnotateConfig, "shard_size", 4, note="windows per banked shard")
     wiki: bool = _f(True, "after the GSM8K problems, read Wikipedia summaries that pass the Calculator pre-filter")
     max_windows: int = _f(0, "annotate at most the first N windows (0 = all; the pilot is 20)")
     max_minutes: float = _f(0.0, "stop starting new shards after this many minutes (0 = no limit); rerun to go on")
     seed: int = _f(0, "seed for sampling and the selection's tie order")
-    dtype: str = _f("auto", "compute dtype: auto (bf16 where measured faster), fp32 or bf16")
+    dtype: str = stage_field(AnnotateConfig, "dtype")
     work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
-    progress: bool = _f(True, "show progress bars")
+    progress: bool = stage_field(AnnotateConfig, "progress")
     tasks: list[str] = _f([], "search: the evaluated tasks whose questions and answers leave the corpus "
                               "(default: the search recipe's seven, wiki-cloze's held-out summaries included)")
     data_dir: str = _f("", "search: the benchmark folder of those tasks (default: ../shared/data/benchmarks)")

@@ -11,26 +11,26 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from ..config import ConfigError, from_dict, load_config_file
+from ..annotate.config import AnnotateConfig
+from ..config import ConfigError, config_field as _f, from_dict, load_config_file, stage_field
+from ..eval.config import EvalConfig
 from ..eval.tasks import ToolPolicy, get_task
+from ..train.config import TrainConfig
 
 RECIPES_ENV = "TOOLFORMER_RECIPES"
 CORPORA = ("gsm8k", "gsm8k-prose", "wiki")
 
 
-def _f(default, help_text: str, **kw):
-    meta = {"help": help_text, **kw}
-    if isinstance(default, list):
-        return field(default_factory=lambda d=default: list(d), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
 @dataclass
 class ExperimentConfig:
+    """A recipe's settings. A setting that is a stage's is that stage config's field
+    (:func:`~toolformer_kit.config.stage_field`: its help text and range written once, there), at
+    the recipe's smaller default; the rest are the recipe's own (its corpus, goals, report)."""
+
     name: str = _f("", "the recipe's name (the positional argument)", cli=False)
     description: str = _f("", "one line: what the recipe shows", cli=False)
     out: str = _f("", "run folder (default: runs/NAME); every stage writes a subfolder and is skipped once done")
@@ -39,42 +39,47 @@ class ExperimentConfig:
     replace_results: bool = _f(False, "replace a --results folder whose results.json another configuration wrote "
                                       "(refused otherwise, so a smoke run never overwrites committed evidence)")
     # ------------------------------------------------------------ annotation
-    model: str = _f("smollm2-135m", "model that samples, scores and is fine-tuned (the paper's M)")
-    sampler_model: str = _f("", "another model that proposes calls ('' = --model, as in the paper)")
-    tools: list[str] = _f(["Calculator"], "tools to annotate and to evaluate with")
+    model: str = stage_field(AnnotateConfig, "model", note="it also samples unless --sampler-model, and is "
+                                                           "fine-tuned and evaluated: the paper's M")
+    sampler_model: str = stage_field(AnnotateConfig, "sampler_model")
+    tools: list[str] = stage_field(AnnotateConfig, "tools", ["Calculator"], note="and to evaluate with")
     corpus: str = _f("gsm8k", "corpus: gsm8k (worked maths solutions), gsm8k-prose (the same with "
                               "'16 / 2 = 8' written as '8') or wiki (Wikipedia summaries the evaluation does not ask about)")
     docs: int = _f(40, "documents annotated (the main cost knob of annotation)", min=1)
-    window_tokens: int = _f(128, "annotation window length in tokens", min=8)
-    k: Optional[int] = _f(None, "positions per document (default: each tool's paper setting)")
-    m: Optional[int] = _f(None, "calls sampled per position (default: each tool's paper setting)")
-    tau_s: Optional[float] = _f(None, "position threshold τs (default: each tool's paper setting)")
-    tau_f: Optional[float] = _f(None, "filter threshold τf (default: each tool's paper setting)")
-    wiki_exclude_self: bool = _f(True, "WikiSearch never returns the document being annotated")
+    window_tokens: int = stage_field(AnnotateConfig, "window_tokens", 128, min=8)
+    k: Optional[int] = stage_field(AnnotateConfig, "k")
+    m: Optional[int] = stage_field(AnnotateConfig, "m")
+    tau_s: Optional[float] = stage_field(AnnotateConfig, "tau_s")
+    tau_f: Optional[float] = stage_field(AnnotateConfig, "tau_f")
+    call_cost: float = stage_field(AnnotateConfig, "call_cost", added=True)
+    wiki_exclude_self: bool = stage_field(AnnotateConfig, "wiki_exclude_self")
     # ------------------------------------------------------------ fine-tuning (LoRA, both runs)
-    train_steps: int = _f(40, "optimiser steps per fine-tuning run (tool-trained and +CC)")
-    train_batch: int = _f(8, "effective batch (sequences per step)")
-    micro_batch: int = _f(4, "sequences per forward pass (memory knob; the effective batch stays)", min=1)
-    learning_rate: float = _f(3e-4, "learning rate (3e-4 suits LoRA; full fine-tuning wants ~1e-5 to 2e-5)")
-    lora: bool = _f(True, "fine-tune LoRA adapters (r 16) instead of every weight (full fine-tuning, the "
-                          "paper's; ~14 GB for Qwen 0.5B on the CPU)")
+    train_steps: int = stage_field(TrainConfig, "max_steps", 40, note="per fine-tuning run, tool-trained and +CC")
+    train_batch: int = stage_field(TrainConfig, "effective_batch", 8)
+    micro_batch: int = stage_field(TrainConfig, "batch_size", 4, note="a memory knob: the effective batch stays",
+                                   min=1)
+    learning_rate: float = stage_field(TrainConfig, "learning_rate", 3e-4,
+                                       note="3e-4 suits LoRA; full fine-tuning wants ~1e-5 to 2e-5")
+    lora: bool = stage_field(TrainConfig, "lora", True, note="r 16; off = full fine-tuning, the paper's, "
+                                                             "~14 GB for Qwen 0.5B on the CPU")
     cstar_dataset: str = _f("", "a published C* dataset folder (e.g. datasets/cstar-math) to fine-tune on instead "
                                 "of annotating here: its data/cstar.jsonl and data/documents.jsonl become the run's "
                                 "annotation, and each run holds out 10 %% of its own texts as dev texts")
     cstar_texts: str = _f("with_calls", "what the tool-trained model is fine-tuned on: with_calls (the texts "
                                         "with a kept call) or all (every annotated text, calls where kept: "
                                         "the paper's C*, 'the exact same texts as C')")
-    train_keep: str = _f("best", "the tool-trained model kept: best (lowest dev perplexity) or last (the last step)")
+    train_keep: str = stage_field(TrainConfig, "keep", note="the tool-trained model's; +CC keeps its best")
     train_dev: str = _f("corpus", "dev texts that pick the checkpoint: corpus (held-out plain documents, the "
                                   "paper's) or cstar (10 %% of C* held out with their calls, which do not "
                                   "penalise learning the call syntax)")
-    max_length: int = _f(192, "training sequence length in tokens")
+    max_length: int = stage_field(TrainConfig, "max_length", 192)
     dev_docs: int = _f(30, "held-out documents of the same corpus; their perplexity picks each run's checkpoint", min=1)
     # ------------------------------------------------------------ evaluation
-    tasks: list[str] = _f(["svamp", "asdiv", "mawps"], "evaluation tasks")
-    eval_limit: int = _f(200, "examples per task (a fixed hash-ordered sample; all when the task has fewer)")
-    eval_batch: int = _f(64, "prompts decoded together (a finished one's slot takes the next prompt)", min=1)
-    k_eval: int = _f(10, "a call opens when ' [' is among the top k tokens (the paper's k = 10)", min=1)
+    tasks: list[str] = stage_field(EvalConfig, "tasks", ["svamp", "asdiv", "mawps"])
+    eval_limit: int = stage_field(EvalConfig, "limit", 200, note="a fixed hash-ordered sample; all when the task "
+                                                                 "has fewer")
+    eval_batch: int = stage_field(EvalConfig, "batch_size", 64, min=1)
+    k_eval: int = stage_field(EvalConfig, "k", note="the paper's k = 10", min=1)
     eval_force_arrow: bool = _f(False, "also evaluate the tool-trained model with '->' forced once a call's input "
                                        "is closed (setting k10+arrow), reported beside the paper's decoding")
     references: bool = _f(True, "train +CC and evaluate the base model and +CC, the paper's reference columns "
@@ -83,7 +88,7 @@ class ExperimentConfig:
     ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
     eval_subset: str = _f("all", "examples evaluated: all (eval_limit of each task) or retrievable (only those whose "
                                  "gold is in the top 3 passages for the question, eval_limit of them; needs ceiling)")
-    bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
+    bootstrap: int = stage_field(EvalConfig, "bootstrap")
     # ------------------------------------------------------------ goals (the verdict checks them)
     goal_gain: float = _f(20.0, "points that tools must add over disabled on one task (paired interval > 0)",
                           min=0, max=100)
@@ -101,10 +106,14 @@ class ExperimentConfig:
                                       "results/math-cstar-1); the report lists each beside this run, so no try is "
                                       "left out")
     # ------------------------------------------------------------ machine
-    data_dir: Optional[str] = _f(None, "benchmark folder (default: $TOOLFORMER_DATA_DIR, else "
-                                       "../shared/data/benchmarks next to the repository)")
+    data_dir: Optional[str] = stage_field(EvalConfig, "data_dir", note="$TOOLFORMER_DATA_DIR when set")
     seed: int = _f(0, "seed for every stage")
-    threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
+    threads: Optional[int] = stage_field(EvalConfig, "threads")
+    backend: str = stage_field(AnnotateConfig, "backend", note="annotation, the probe and the evaluation; "
+                                                               "fine-tuning is transformers'", added=True)
+    dtype: str = stage_field(TrainConfig, "dtype", note="annotation and fine-tuning; the probe and the evaluation "
+                                                        "keep the library's default under auto, fp32 on a CPU, as "
+                                                        "every recipe before this setting", added=True)
 
     def __post_init__(self) -> None:
         if self.train_keep not in ("best", "last"):

@@ -19,51 +19,20 @@ import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .. import blocks as R
 from ..eval.probe import WELL_FORMED
-from ..eval.metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
-from ..eval.records import RECORDS, read_records
-from ..eval.setting import Setting
+from ..eval.verdict import (LABEL, accuracy, diff_ci, headline_rows, headline_table, load_records, paired,  # noqa: F401
+                            pct, pooled_row, tools_setting, verdict_blocks, with_ci)
 from ..lm.base import matmul_gflops
 from .funnel import USEFUL, funnel, search_useful, weakest_step
 
 log = logging.getLogger(__name__)
 
-LABEL = "toolformer"
+# The paired verdict's numbers and table are :mod:`toolformer_kit.eval.verdict`'s (imported above,
+# for the report writers here); this module adds the goals, endpoints, funnels and the machine.
 COLUMNS = (("base", "disabled", "base"), ("cc", "disabled", "+CC"), (LABEL, "disabled", "tool-trained, disabled"))
 
 
 # ---------------------------------------------------------------- pure numbers
-def accuracy(records: Sequence[Mapping], n_resamples: int = 1000, seed: int = 0) -> dict:
-    """``{"n", "accuracy", "ci95"}`` of a list of records (accuracy None when empty).
-
-    >>> accuracy([{"correct": True}, {"correct": False}], 200)["accuracy"]
-    0.5
-    """
-    values = [bool(r["correct"]) for r in records]
-    ci = wilson_ci(values)
-    return {"n": len(values), "accuracy": mean(values), "ci95": list(ci) if ci else None}
-
-
-def paired(on: Sequence[Mapping], off: Sequence[Mapping], n_resamples: int = 1000, seed: int = 0,
-           keep: set[str] | None = None) -> dict:
-    """Tools vs disabled on the examples both answered (and, with ``keep``, only those ids).
-
-    >>> on = [{"id": str(i), "correct": i < 6, "called": True} for i in range(10)]
-    >>> off = [{"id": str(i), "correct": i < 1, "called": False} for i in range(10)]
-    >>> p = paired(on, off, 500)
-    >>> p["n"], p["tools"]["accuracy"], p["disabled"]["accuracy"], round(p["diff"], 2), p["diff_ci95"][0] > 0
-    (10, 0.6, 0.1, 0.5, True)
-    >>> paired(on, off, 500, keep={"0", "9"})["n"]
-    2
-    """
-    by_id = {r["id"]: r for r in off}
-    pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id and (keep is None or r["id"] in keep)]
-    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
-    d = newcombe_paired_diff([bool(r["correct"]) for r in a], [bool(r["correct"]) for r in b])
-    return {"n": len(pairs), "tools": accuracy(a, n_resamples, seed), "disabled": accuracy(b, n_resamples, seed),
-            "diff": d[0] if d else None, "diff_ci95": list(d[1]) if d else None,
-            "call_rate": mean([bool(r.get("called")) for r in a])}
 
 
 def goal_check(rows: Sequence[Mapping], gain: float, subset: str = "all", call_rate: float = 0.0) -> dict:
@@ -90,30 +59,6 @@ def goal_check(rows: Sequence[Mapping], gain: float, subset: str = "all", call_r
             "best": best}
 
 
-def pct(v: float | None, signed: bool = False) -> str:
-    """
-    >>> pct(0.125), pct(0.05, signed=True), pct(None)
-    ('12.5', '+5.0', '–')
-    """
-    if v is None:
-        return "–"
-    return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
-
-
-def with_ci(acc: Mapping | None) -> str:
-    if not acc or acc.get("accuracy") is None:
-        return "–"
-    lo, hi = acc["ci95"]
-    return f"{pct(acc['accuracy'])} [{pct(lo)}, {pct(hi)}]"
-
-
-def diff_ci(p: Mapping | None) -> str:
-    if not p or p.get("diff") is None:
-        return "–"
-    lo, hi = p["diff_ci95"]
-    return f"{pct(p['diff'], True)} [{pct(lo, True)}, {pct(hi, True)}]"
-
-
 def verdict_text(rows: Sequence[Mapping], goal: Mapping, funnels: Mapping[str, Mapping]) -> str:
     """One paragraph: whether the goal was met, and where the chain breaks when it was not."""
     subset = "" if goal["subset"] == "all" else " on the retrievable subset"
@@ -135,63 +80,6 @@ def verdict_text(rows: Sequence[Mapping], goal: Mapping, funnels: Mapping[str, M
 
 
 # ---------------------------------------------------------------- reading a run
-def load_records(eval_folder: Path, label: str, setting: str, task: str) -> list[dict]:
-    return read_records(eval_folder / label / setting / task / RECORDS)
-
-
-def _setting_of(folder: Path) -> Setting | None:
-    """The setting a run folder holds, from its name (None for a folder no evaluation named)."""
-    try:
-        return Setting.parse(folder.name) if folder.is_dir() else None
-    except ValueError:
-        return None
-
-
-def tools_setting(eval_folder: Path, label: str = LABEL, prefer: Setting = Setting(10)) -> Setting | None:
-    """The setting with calls on and the paper's decoding (``kN``, not ``kN+arrow``) that ``label``
-    was evaluated under: ``prefer`` when it was, else the first by name. The run folders are the
-    one place a report reads setting names back."""
-    found = sorted((s for s in map(_setting_of, (eval_folder / label).glob("k*")) if s and not s.force_arrow),
-                   key=lambda s: s.name)
-    return prefer if prefer in found else (found[0] if found else None)
-
-
-def headline_rows(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int = 1000, seed: int = 0,
-                  retrievable: Mapping[str, set[str]] | None = None, label: str = LABEL) -> list[dict]:
-    """Per task: tools vs disabled on all examples (and on the retrievable ones, when given)."""
-    rows = []
-    for task in tasks:
-        on_recs = load_records(eval_folder, label, on, task)
-        off_recs = load_records(eval_folder, label, "disabled", task)
-        if not on_recs or not off_recs:
-            continue
-        row = {"task": task, "all": paired(on_recs, off_recs, n_resamples, seed)}
-        if retrievable is not None and task in retrievable:
-            ids = {r["id"] for r in on_recs}
-            row["retrievable_share"] = len(retrievable[task] & ids) / len(ids) if ids else None
-            row["retrievable"] = paired(on_recs, off_recs, n_resamples, seed, keep=retrievable[task])
-        rows.append(row)
-    if len(rows) > 1:
-        rows.append(pooled_row(eval_folder, [r["task"] for r in rows], on, label, n_resamples, seed))
-    return rows
-
-
-def pooled_row(eval_folder: Path, tasks: Sequence[str], on: str, label: str = LABEL, n_resamples: int = 1000,
-               seed: int = 0) -> dict:
-    """Every task's pairs together: Newcombe's interval over all pairs, and beside it the paired
-    bootstrap resampled within each task (so each keeps its size)."""
-    on_all, off_all, strata = [], [], []
-    for task in tasks:
-        on_recs, off_recs = load_records(eval_folder, label, on, task), load_records(eval_folder, label, "disabled", task)
-        by_id = {r["id"]: r for r in off_recs}
-        pairs = [(r, by_id[r["id"]]) for r in on_recs if r["id"] in by_id]
-        strata.append(([bool(a["correct"]) for a, _ in pairs], [bool(b["correct"]) for _, b in pairs]))
-        on_all += [{**a, "id": f"{task}/{a['id']}"} for a, _ in pairs]
-        off_all += [{**b, "id": f"{task}/{b['id']}"} for _, b in pairs]
-    row = {"task": "pooled", "pooled": True, "all": paired(on_all, off_all, n_resamples, seed)}
-    boot = stratified_paired_bootstrap(strata, n_resamples, seed=seed)
-    row["all"]["diff_ci95_stratified_bootstrap"] = list(boot[1]) if boot else None
-    return row
 
 
 def columns(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int, seed: int,
@@ -251,71 +139,7 @@ def machine() -> dict:
             "roofline_note": "median of 7 fp32 2048x2048 matmuls through torch on these threads"}
 
 
-# ---------------------------------------------------------------- the report
-def headline_table(rows: Sequence[Mapping]) -> R.Block:
-    """The verdict's table: tools vs disabled per task (and on the retrievable subset, when measured)."""
-    sub = any("retrievable" in r for r in rows)
-    header = ["task", "n", "tools % [95% CI]", "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"]
-    if sub:
-        header += ["retrievable %", "retrievable: tools", "retrievable: disabled", "retrievable: paired diff"]
-    body = []
-    for r in rows:
-        a = r["all"]
-        cells = [r["task"], a["n"], with_ci(a["tools"]), with_ci(a["disabled"]), diff_ci(a), pct(a["call_rate"])]
-        if sub:
-            s = r.get("retrievable")
-            cells += [f"{pct(r.get('retrievable_share'))} (n={s['n'] if s else 0})", with_ci(s and s["tools"]),
-                      with_ci(s and s["disabled"]), diff_ci(s)]
-        body.append(cells)
-    return R.Block("table", header=header, rows=body)
-
-
-def verdict_blocks(rows: Sequence[Mapping], text: str = "") -> list[R.Block]:
-    """What every report opens with (the pipeline's too): the headline table, then its reading."""
-    intro = ("The tool-trained model with tools vs the same model with calls disabled, on the same examples; "
-             "accuracy in % with Wilson 95% intervals, and the paired difference in points with Newcombe's "
-             "paired 95% interval.")
-    blocks = [R.Block("h2", "Verdict")]
-    blocks += [R.Block("p", text)] if text else []
-    if not rows:
-        return blocks + [R.Block("p", "No tool-trained runs with both settings were found.")]
-    return blocks + [R.Block("p", intro), headline_table(rows)]
-
-
-# A C* smaller than this is a smoke test of the method, not evidence about its effect.
-SMOKE_CALLS = 100
-
-
-def scale_note(calls: int | None, texts: int | None) -> str:
-    """What a run's C* size lets its verdict say, with where the evidence-sized runs are.
-
-    >>> scale_note(7, 5).startswith("This run is smoke-sized: its C* holds 7 calls in 5 texts")
-    True
-    >>> scale_note(400, 300)
-    ''
-    """
-    if calls is None or calls >= SMOKE_CALLS:
-        return ""
-    return (f"This run is smoke-sized: its C* holds {calls} calls in {texts} texts, too few for the effect of "
-            "tool use to show (the paper's C* per tool holds thousands); it checks that every stage runs. "
-            "The evidence about the effect is in results/math (the Calculator, learned from datasets/cstar-math, "
-            "the Calculator C* at the paper's settings) and, for search, results/search-try0 (null) until the "
-            "search-v2 recipe has run.")
-
-
-def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int = 1000, seed: int = 0,
-                     cstar: tuple[int | None, int | None] = (None, None)) -> list[R.Block]:
-    """The pipeline report's opening: the same verdict table over its eval folder, and what the
-    run's C* size (calls, texts) lets it say."""
-    on = tools_setting(eval_folder)
-    rows = headline_rows(eval_folder, tasks, on.name, n_resamples, seed) if on else []
-    helped = [r["task"] for r in rows if not r.get("pooled") and r["all"]["diff_ci95"] and r["all"]["diff_ci95"][0] > 0]
-    text = (f"Tools help, with the paired interval above 0, on: {', '.join(helped)}." if helped else
-            "On no task is the paired difference (tools − disabled) clearly above 0.") if rows else ""
-    note = scale_note(*cstar)
-    return verdict_blocks(rows, f"{note} {text}".strip())
-
-
+# ---------------------------------------------------------------- the endpoint
 def well_formed_rate(records: Sequence[Mapping]) -> dict:
     """Of the calls the model opened, how many it wrote as ``Tool(input) ->``.
 

@@ -19,25 +19,22 @@ from typing import Any, Callable
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.merge import every_text
-from ..decode import make_decoder
-from ..eval.probe import call_probe, probe_points
-from ..train.data import read_texts, split_dev
-from ..annotate.runner import Runner, semantic_settings, settings_differ
+from ..annotate.runner import semantic_settings, settings_differ
 from ..annotate.sources import _load_wiki
 from ..config import ConfigError, from_dict, to_dict
+from ..decode import make_decoder
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
-from ..eval.harness import decoder_generate, evaluate
+from ..eval.probe import call_probe, probe_points
 from ..eval.report import write_report
-from ..eval.run import model_identity
 from ..eval.setting import DISABLED, Setting
 from ..eval.tasks import subset
 from ..files import read_json, write_atomic
 from ..lm.base import load_lm, set_threads
-from ..lm.embedded import EMBEDDED, pull
+from ..pipeline import stages
 from ..tools import get_tool
-from ..train import run_training
-from ..train.trainer import resume_differs, weights_problem
 from ..train.config import TrainConfig
+from ..train.data import read_texts, split_dev
+from ..train.trainer import resume_differs, weights_problem
 from .ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from .corpora import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from .cost import Progress, estimate
@@ -51,8 +48,8 @@ SEARCH_CORPUS = "search.jsonl"  # what WikiSearch and QA search while annotating
 # The settings each stage's output depends on (besides the stages before it).
 KEYS = {
     "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks", "cstar_dataset"),
-    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "wiki_exclude_self",
-                 "cstar_dataset"),
+    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "call_cost",
+                 "wiki_exclude_self", "cstar_dataset"),
     "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev",
               "cstar_texts", "lora"),
 }
@@ -122,11 +119,9 @@ def _jsonl(path: Path, rows) -> None:
 
 # ---------------------------------------------------------------- stages
 def stage_models(cfg: ExperimentConfig, out: Path) -> None:
-    for name in {cfg.model, cfg.sampler_model} - {""}:
-        if name in EMBEDDED:
-            pull(name)
+    stages.pull_models([cfg.model, cfg.sampler_model])
     if "WikiSearch" in cfg.tools or cfg.ceiling:
-        get_tool("WikiSearch").prepare()
+        stages.prepare_search()
 
 
 def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
@@ -185,17 +180,18 @@ def annotate_config(cfg: ExperimentConfig, out: Path) -> AnnotateConfig:
     return AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
                           corpus=str(out / "corpus" / "train.jsonl"), out=str(out / "annotate"),
                           window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s, tau_f=cfg.tau_f,
-                          wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed, shard_size=4,
+                          call_cost=cfg.call_cost, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
+                          shard_size=4, backend=cfg.backend, dtype=cfg.dtype,
                           wiki_corpus=str(search) if (search := out / "corpus" / SEARCH_CORPUS).is_file() else "")
 
 
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
     folder = out / "annotate"
-    if cfg.cstar_dataset and not (folder / "manifest.json").is_file():
-        _annotation_from_dataset(cfg, folder)
-    if not _annotated(cfg, out):  # unfinished, or outputs a kill or an edit cut: the runner resumes or rebuilds
-        Runner(annotate_config(cfg, out)).run()
-    return folder
+    if cfg.cstar_dataset:  # the dataset's annotation, copied once (its manifest is the marker)
+        if not (folder / "manifest.json").is_file():
+            _annotation_from_dataset(cfg, folder)
+        return folder
+    return stages.annotate(annotate_config(cfg, out))  # resumed, or rebuilt where a kill or an edit cut it
 
 
 def train_folder(out: Path, plain: bool) -> Path:
@@ -212,20 +208,17 @@ def train_config(cfg: ExperimentConfig, out: Path, plain: bool, data: Path) -> T
                        lora=cfg.lora, max_steps=cfg.train_steps,
                        effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
                        learning_rate=cfg.learning_rate, max_length=cfg.max_length,
-                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed)
+                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed, dtype=cfg.dtype)
 
 
 def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
     """LoRA on C* (``plain`` False) or, for +CC, on every annotated text without calls (the paper's C)."""
 
-    folder = train_folder(out, plain)
     data = train_data(cfg, out, plain)
     if not data.read_text(encoding="utf-8").strip():
         raise ConfigError(f"annotation kept no call ({data} is empty), so there is nothing to fine-tune on; "
                           f"annotate more documents (--docs, now {cfg.docs}) or lower --tau-f, in a new --out")
-    if not (folder / "train_summary.json").is_file():
-        run_training(train_config(cfg, out, plain, data))
-    return folder
+    return stages.train(train_config(cfg, out, plain, data))
 
 
 def train_data(cfg: ExperimentConfig, out: Path, plain: bool, write: bool = True) -> Path:
@@ -260,7 +253,7 @@ def stage_probe(cfg: ExperimentConfig, out: Path) -> Path:
         return path
     texts, which = probe_texts(cfg, out)
     points = probe_points(texts)
-    lm = load_lm(str(out / "train-tools"))
+    lm = load_lm(str(out / "train-tools"), backend=cfg.backend, dtype=eval_dtype(cfg))
     decoder = make_decoder(lm, tools={name: get_tool(name) for name in cfg.tools}, batch_size=cfg.eval_batch)
     result = call_probe(decoder.generate, points, cfg.k_eval)
     write_atomic(path, json.dumps({**result, "texts": which, "k": cfg.k_eval}, indent=1))
@@ -307,23 +300,31 @@ def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[Se
     return refs + [("toolformer", str(out / "train-tools"), tools)]
 
 
+def eval_dtype(cfg: ExperimentConfig) -> str:
+    """The dtype the recipe's models are evaluated (and probed) in: ``dtype`` when it names one;
+    under ``auto``, the library's default (fp32 on a CPU, bf16 on a GPU), which every recipe was
+    evaluated in before ``dtype`` reached it, so a run folder keeps one precision when resumed."""
+    return "" if cfg.dtype == "auto" else cfg.dtype
+
+
+def eval_config(cfg: ExperimentConfig, out: Path) -> EvalConfig:
+    """The evaluation the recipe makes in ``out/eval`` (its runs and tasks are given apart)."""
+    return EvalConfig(tasks=list(cfg.tasks), tools=list(cfg.tools), data_dir=cfg.data_dir, out=str(out / "eval"),
+                      limit=cfg.eval_limit, batch_size=cfg.eval_batch, seed=cfg.seed, bootstrap=cfg.bootstrap,
+                      backend=cfg.backend, dtype=eval_dtype(cfg), threads=cfg.threads)
+
+
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[Setting]]] | None = None) -> Path:
     """Evaluate ``runs`` (default: the paper's four columns, :func:`model_runs`) into ``out/eval``."""
-    folder = out / "eval"
-    tools = {name: get_tool(name) for name in cfg.tools}
+    ecfg = eval_config(cfg, out)
     tasks = eval_tasks(cfg)
     if cfg.eval_subset == "retrievable":
         tasks = [retrievable_only(t, read_flags(out / "ceiling" / f"{t.name}.jsonl")) for t in tasks]
-    for label, model, settings in (model_runs(cfg, out) if runs is None else runs):
-        lm = load_lm(model)
-        # model_id: the same model wherever the run folder lies (a copied or moved run resumes)
-        info = {"model": model, "model_id": model_identity(model), "lama_search": cfg.lama_search}
-        evaluate(label, decoder_generate(lm, cfg.eval_batch), tasks, settings,
-                 data_dir(cfg), folder, tools=tools, limit=cfg.eval_limit, batch_size=cfg.eval_batch,
-                 seed=cfg.seed, n_resamples=cfg.bootstrap, info=info)
-        del lm
-    write_report(folder, cfg.bootstrap, cfg.seed)
-    return folder
+    tools = {name: get_tool(name) for name in cfg.tools}
+    stages.evaluate(ecfg, model_runs(cfg, out) if runs is None else runs, tasks, data_dir(cfg), tools,
+                    info={"lama_search": cfg.lama_search})
+    write_report(ecfg.out, cfg.bootstrap, cfg.seed)
+    return Path(ecfg.out)
 
 
 def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
@@ -335,25 +336,17 @@ def _complete(cfg: ExperimentConfig, out: Path) -> dict[str, Callable[[], bool]]
     """What on disk says each stage is finished (the stage's own marker, written last)."""
     return {"corpus": lambda: (out / "corpus" / "train.jsonl").is_file(),
             "annotate": lambda: _annotated(cfg, out),
-            "train (tools)": lambda: (out / "train-tools" / "train_summary.json").is_file(),
-            "train (+CC)": lambda: (out / "train-cc" / "train_summary.json").is_file()}
+            "train (tools)": lambda: stages.trained(train_folder(out, False)),
+            "train (+CC)": lambda: stages.trained(train_folder(out, True))}
 
 
 def _annotated(cfg: ExperimentConfig, out: Path) -> bool:
     """The annotation is finished and its outputs are what its manifest recorded. One whose C*,
     summary or candidates were cut off or edited counts as unfinished, so the stage runs again and
     the runner rebuilds them from the shards (a traceback or a C* cut short otherwise)."""
-    manifest = out / "annotate" / "manifest.json"
-    if not manifest.is_file():
-        return False
     if cfg.cstar_dataset:
-        return True
-    try:
-        listed = "files" in json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # the manifest itself cut: the runner rebuilds it
-    # The runner says which files it rebuilds; a manifest listing no files has nothing to check against.
-    return not listed or not Runner(annotate_config(cfg, out)).damaged_outputs()
+        return (out / "annotate" / "manifest.json").is_file()
+    return stages.annotation_done(annotate_config(cfg, out))
 
 
 def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:

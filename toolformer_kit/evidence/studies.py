@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..annotate.settings import resolve_run
-from ..config import ConfigError, from_dict, load_config_file, to_dict
+from ..config import ConfigError, config_field as _f, from_dict, load_config_file, stage_field, to_dict
 from ..eval.setting import DISABLED, Setting
 from ..files import write_atomic
 from ..tools import get_tool
@@ -44,15 +44,14 @@ STUDIES = ("scale", "tau", "cost")
 STUDIES_ENV = "TOOLFORMER_STUDIES"
 
 
-def _f(default, help_text: str, **kw):
-    meta = {"help": help_text, **kw}
-    if isinstance(default, list):
-        return field(default_factory=lambda d=default: list(d), metadata=meta)
-    return field(default=default, metadata=meta)
+RECIPES = "every recipe; default: the recipe's"
 
 
 @dataclass
 class StudyConfig:
+    """A sweep of experiments: the axis is the study's own; a size it sets for every recipe is the
+    recipe's field (:func:`~toolformer_kit.config.stage_field`), unset (None) to keep each recipe's."""
+
     name: str = _f("", "the study: scale, tau or cost (the positional argument)", cli=False)
     description: str = _f("", "one line: what the study shows", cli=False)
     out: str = _f("", "run folder (default: runs/study-NAME); one sub-folder per recipe, model and value")
@@ -61,30 +60,30 @@ class StudyConfig:
     # ------------------------------------------------------------ the axis
     models: list[str] = _f(["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
                            "scale: the models, each annotating, fine-tuned and evaluated as M")
-    model: Optional[str] = _f(None, "tau, cost: the model M (default: the recipe's)")
+    model: Optional[str] = stage_field(ExperimentConfig, "model", None, note="tau, cost; default: the recipe's")
     tau_f_values: list[float] = _f([0.0, 0.5, 1.0, 2.0], "tau: the thresholds τf C* is filtered at", min=-100)
     call_costs: list[float] = _f([0.0, 0.5, 1.0, 2.0], "cost: the call costs λ in nats C* is filtered at")
-    tau_f: Optional[float] = _f(None, "cost: τf under every λ (default: the recipe's, else each tool's paper value)",
-                                min=-100)
+    tau_f: Optional[float] = stage_field(ExperimentConfig, "tau_f", None, min=-100,
+                                         note="cost: τf under every λ; default: the recipe's, else per tool")
     from_run: Optional[str] = _f(None, "tau, cost: reuse this finished experiment run's corpus and annotation "
                                        "(read only; e.g. runs/search) instead of annotating; one recipe only")
     # ------------------------------------------------------------ sizes (default: each recipe's own)
-    docs: Optional[int] = _f(None, "documents annotated, every recipe (default: the recipe's)")
-    k: Optional[int] = _f(None, "positions per document, every recipe (default: the recipe's)")
-    m: Optional[int] = _f(None, "calls sampled per position, every recipe (default: the recipe's)")
-    train_steps: Optional[int] = _f(None, "optimiser steps per fine-tuning run (default: the recipe's)")
-    eval_limit: Optional[int] = _f(None, "examples per task (default: the recipe's)")
-    eval_batch: Optional[int] = _f(None, "prompts decoded together (default: the recipe's)")
-    tasks: Optional[list[str]] = _f(None, "evaluation tasks, every recipe (default: the recipe's)")
+    docs: Optional[int] = stage_field(ExperimentConfig, "docs", None, note=RECIPES)
+    k: Optional[int] = stage_field(ExperimentConfig, "k", None, note=RECIPES)
+    m: Optional[int] = stage_field(ExperimentConfig, "m", None, note=RECIPES)
+    train_steps: Optional[int] = stage_field(ExperimentConfig, "train_steps", None, note=RECIPES)
+    eval_limit: Optional[int] = stage_field(ExperimentConfig, "eval_limit", None, note=RECIPES)
+    eval_batch: Optional[int] = stage_field(ExperimentConfig, "eval_batch", None, note=RECIPES)
+    tasks: Optional[list[str]] = stage_field(ExperimentConfig, "tasks", None, note=RECIPES)
     per_recipe: list[str] = _f([], "overrides for one recipe, RECIPE.SETTING=VALUE (any recipe setting), "
                                    "e.g. search.docs=60,math.eval_limit=50, added to the study's own (later wins); "
                                    "a size above, when set, wins for every recipe")
     # ------------------------------------------------------------ report and machine
     latency_calls: int = _f(200, "cost: stored tool calls re-run uncached to measure the tool's mean latency", min=1)
-    bootstrap: int = _f(1000, "bootstrap resamples for every 95%% interval")
-    seed: int = _f(0, "seed for every stage")
-    threads: Optional[int] = _f(None, "torch CPU threads (default: torch's choice)")
-    data_dir: Optional[str] = _f(None, "benchmark folder (default: the recipes')")
+    bootstrap: int = stage_field(ExperimentConfig, "bootstrap")
+    seed: int = stage_field(ExperimentConfig, "seed")
+    threads: Optional[int] = stage_field(ExperimentConfig, "threads")
+    data_dir: Optional[str] = stage_field(ExperimentConfig, "data_dir", note="default: the recipes'")
 
     def __post_init__(self) -> None:
         if self.name not in STUDIES:

@@ -15,7 +15,7 @@ from .. import blocks as R
 from ..calls import find_calls
 from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
-from ..config import to_dict
+from ..config import recorded
 from ..eval.report import _bars
 from ..eval.setting import Setting
 from ..files import read_json, write_atomic
@@ -88,7 +88,7 @@ def collect(cfg, out: Path) -> dict:
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
             "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
-            "settings": to_dict(cfg), "seed": cfg.seed, "commit": git_commit(),
+            "settings": recorded(cfg), "seed": cfg.seed, "commit": git_commit(),
             "tries": earlier_tries(cfg.earlier_tries),
             "pilot": _side_result(cfg.pilot_results), "qa_tool": _side_result(cfg.qa_check_results),
             "machine": results.machine(),  # looked up at call time, so tests can replace it

@@ -15,7 +15,42 @@ from ..annotate.summary import kept_at, kept_table_of
 from ..blocks import Block, md_table
 from ..eval.report import breakdown_table, comparison_table
 from ..eval.tasks import get_task
+from ..eval.verdict import headline_rows, tools_setting, verdict_blocks
 from ..files import read_json
+
+
+# A C* smaller than this is a smoke test of the method, not evidence about its effect.
+SMOKE_CALLS = 100
+
+
+def scale_note(calls: int | None, texts: int | None) -> str:
+    """What a run's C* size lets its verdict say, with where the evidence-sized runs are.
+
+    >>> scale_note(7, 5).startswith("This run is smoke-sized: its C* holds 7 calls in 5 texts")
+    True
+    >>> scale_note(400, 300)
+    ''
+    """
+    if calls is None or calls >= SMOKE_CALLS:
+        return ""
+    return (f"This run is smoke-sized: its C* holds {calls} calls in {texts} texts, too few for the effect of "
+            "tool use to show (the paper's C* per tool holds thousands); it checks that every stage runs. "
+            "The evidence about the effect is in results/math (the Calculator, learned from datasets/cstar-math, "
+            "the Calculator C* at the paper's settings) and, for search, results/search-try0 (null) until the "
+            "search-v2 recipe has run.")
+
+
+def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int = 1000, seed: int = 0,
+                     cstar: tuple[int | None, int | None] = (None, None)) -> list[Block]:
+    """The pipeline report's opening: the same verdict table over its eval folder, and what the
+    run's C* size (calls, texts) lets it say."""
+    on = tools_setting(eval_folder)
+    rows = headline_rows(eval_folder, tasks, on.name, n_resamples, seed) if on else []
+    helped = [r["task"] for r in rows if not r.get("pooled") and r["all"]["diff_ci95"] and r["all"]["diff_ci95"][0] > 0]
+    text = (f"Tools help, with the paired interval above 0, on: {', '.join(helped)}." if helped else
+            "On no task is the paired difference (tools − disabled) clearly above 0.") if rows else ""
+    note = scale_note(*cstar)
+    return verdict_blocks(rows, f"{note} {text}".strip())
 
 
 def deviations(settings: dict) -> list[str]:

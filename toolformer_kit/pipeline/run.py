@@ -17,20 +17,16 @@ from pathlib import Path
 from typing import Iterable
 
 from ..annotate.config import AnnotateConfig
-from ..annotate.runner import Runner
 from ..annotate.sources import SOURCES, _load_wiki, _sentences
 from ..blocks import Block, write
-from ..config import to_dict
+from ..config import recorded
 from ..eval.config import EvalConfig, check_tasks
 from ..eval.run import run_eval
-from ..evidence.results import pipeline_verdict
 from ..files import write_atomic
 from ..lm.base import set_threads
-from ..lm.embedded import EMBEDDED, pull
 from ..tools import get_tool
-from ..train import run_training
 from ..train.config import TrainConfig
-from . import report
+from . import report, stages
 from .config import PipelineConfig
 
 log = logging.getLogger(__name__)
@@ -40,25 +36,23 @@ def _done(path: Path) -> bool:
 
 
 def stage_models(cfg: PipelineConfig) -> None:
-    for name in {cfg.model, cfg.sampler_model} - {""}:
-        if name in EMBEDDED:
-            pull(name)
+    stages.pull_models([cfg.model, cfg.sampler_model])
 
 
 def stage_index(cfg: PipelineConfig) -> None:
     if "WikiSearch" in cfg.tools or "QA" in cfg.tools:
-        tool = get_tool("WikiSearch")
-        if tool.prepare:
-            tool.prepare()
+        stages.prepare_search()
+
+
+def annotate_config(cfg: PipelineConfig, out: Path) -> AnnotateConfig:
+    """The annotation the pipeline runs: the embedded corpus, every tool at its paper settings."""
+    return AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
+                          corpus="default", default_docs=cfg.docs_per_source, out=str(out / "annotate"),
+                          window_tokens=cfg.window_tokens, call_cost=cfg.call_cost, dtype=cfg.dtype, seed=cfg.seed)
 
 
 def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
-    folder = out / "annotate"
-    if not _done(folder / "manifest.json"):
-        Runner(AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
-                              corpus="default", default_docs=cfg.docs_per_source, out=str(folder),
-                              window_tokens=cfg.window_tokens, seed=cfg.seed)).run()
-    return folder
+    return stages.annotate(annotate_config(cfg, out))
 
 
 def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
@@ -137,15 +131,17 @@ def training_data(cfg: PipelineConfig, annotated: Path) -> dict[str, Path]:
     return {"tool-trained": annotated / "corpus.jsonl", "+CC": cc}
 
 
+def train_config(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> TrainConfig:
+    """A LoRA run on ``data``: tool-trained, or +CC (``plain``), its checkpoint chosen on ``dev``."""
+    return TrainConfig(model=cfg.model, data=str(data), out=str(out / ("train-cc" if plain else "train-tools")),
+                       plain_baseline=plain, dev_data=str(dev), lora=True, max_steps=cfg.train_steps,
+                       effective_batch=cfg.train_batch, batch_size=min(4, cfg.train_batch),
+                       learning_rate=cfg.learning_rate, max_length=cfg.max_length,
+                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed, dtype=cfg.dtype)
+
+
 def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> Path:
-    folder = out / ("train-cc" if plain else "train-tools")
-    if not _done(folder / "train_summary.json"):
-        run_training(TrainConfig(model=cfg.model, data=str(data), out=str(folder), plain_baseline=plain,
-                                 dev_data=str(dev), lora=True, max_steps=cfg.train_steps,
-                                 effective_batch=cfg.train_batch, batch_size=min(4, cfg.train_batch),
-                                 learning_rate=cfg.learning_rate, max_length=cfg.max_length,
-                                 eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed))
-    return folder
+    return stages.train(train_config(cfg, out, data, dev, plain))
 
 
 def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path, dev: Path) -> EvalConfig:
@@ -153,7 +149,7 @@ def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Pat
     base model and the +CC model with calls disabled (the paper's columns), on held-out perplexity too."""
     return EvalConfig(model=[f"toolformer={tools_model}"], baselines=[f"base={cfg.model}", f"cc={cc_model}"],
                       tasks=list(cfg.tasks), limit=cfg.eval_limit, out=str(out / "eval"), heldout=str(dev),
-                      seed=cfg.seed, data_dir=cfg.data_dir, threads=cfg.threads)
+                      seed=cfg.seed, data_dir=cfg.data_dir, threads=cfg.threads, dtype=cfg.dtype)
 
 
 def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path, dev: Path) -> Path:
@@ -173,8 +169,8 @@ def _cstar_size(annotated: Path) -> tuple[int | None, int | None]:
 
 def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
                  timings: dict) -> tuple[Path, Path]:
-    settings = to_dict(cfg)
-    blocks = pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(annotated))  # verdict first
+    settings = recorded(cfg)
+    blocks = report.pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(annotated))  # verdict first
     blocks += report.deviation_blocks(settings) + [Block("h2", "Settings"),
               Block("table", header=("setting", "value"),
                            rows=[(k, v) for k, v in settings.items()]),

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from toolformer_kit.pipeline import run as pipeline
+from toolformer_kit.pipeline import stages
 from toolformer_kit.annotate.sources import _load_wiki, default_corpus
 from toolformer_kit.config import ConfigError
 from toolformer_kit.pipeline.run import heldout_texts
@@ -53,7 +54,7 @@ def _run_stubbed(cfg, folder, monkeypatch):
     monkeypatch.setattr(pipeline, "stage_annotate", lambda cfg, out: folder)
     monkeypatch.setattr(pipeline, "stage_eval", lambda *a: folder)
     monkeypatch.setattr(pipeline, "stage_report", lambda *a: (folder, folder))
-    monkeypatch.setattr(pipeline, "run_training", trained.append)
+    monkeypatch.setattr(stages, "run_training", trained.append)  # the one stage runner
     pipeline.run_pipeline(cfg)
     return {("+CC" if c.plain_baseline else "tools"): c for c in trained}
 

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_model]  # the pulled SmolLM2 tokenizer; ~2 min on two cores
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import campaign_sigkill_experiment as campaign  # noqa: E402
 
 

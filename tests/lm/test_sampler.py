@@ -99,7 +99,7 @@ def _legacy_importable():
     """``benchmarks/legacy_sample.py`` holds the sampler this one replaced (and the per-row draw)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "legacy_sample.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "legacy_sample.py"
     spec = importlib.util.spec_from_file_location("benchmarks_legacy", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

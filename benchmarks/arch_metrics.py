@@ -1,0 +1,159 @@
+"""The architecture's size and shape, measured the same way before and after a refactoring (issue 30).
+
+Prints: modules, import edges (module to module, and package to package), layers (the documented
+table in docs/architecture.md and the depth of the package graph), cycles, the largest module and
+function, the config dataclasses' fields (and, per composite config, how many re-declare a stage
+config's field instead of taking it from there), the ``_f`` field helpers, and the places that
+resolve τf. Reads the source only (``ast``), so it runs in a second and imports nothing heavy.
+
+    python benchmarks/arch_metrics.py [--json]
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "toolformer_kit"
+STAGE_CONFIGS = ("AnnotateConfig", "TrainConfig", "EvalConfig", "DecodeConfig")
+COMPOSITES = ("PipelineConfig", "ExperimentConfig", "StudyConfig", "CampaignConfig")
+
+
+def _rules():
+    """tests/test_import_rules.py, the one reader of the import graph (imported by path)."""
+    spec = importlib.util.spec_from_file_location("import_rules", ROOT / "tests" / "test_import_rules.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _depth(g: dict[str, set[str]]) -> int:
+    """Nodes on the longest path of an acyclic graph (self-edges ignored)."""
+    memo: dict[str, int] = {}
+
+    def d(v, seen=()):
+        if v not in memo:
+            nxt = [w for w in g.get(v, ()) if w != v and w not in seen]
+            memo[v] = 1 + max((d(w, seen + (v,)) for w in nxt), default=0)
+        return memo[v]
+
+    return max(map(d, g), default=0)
+
+
+def _functions(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node.end_lineno - node.lineno + 1
+
+
+def _config_classes(trees: dict[str, ast.Module]) -> dict[str, dict]:
+    """Every dataclass named ``*Config``: its own annotated fields, and which take their metadata
+    from a stage config (``stage_field(...)``) rather than declaring it again."""
+    out = {}
+    for mod, tree in trees.items():
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ClassDef) and node.name.endswith("Config")):
+                continue
+            if not any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+                continue
+            own, taken = [], []
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    value = ast.unparse(item.value) if item.value else ""
+                    (taken if value.startswith("stage_field(") else own).append(item.target.id)
+            bases = [ast.unparse(b) for b in node.bases]
+            out[node.name] = {"module": mod, "own": own, "taken": taken, "bases": bases}
+    return out
+
+
+def _all_fields(name: str, classes: dict[str, dict]) -> list[str]:
+    c = classes[name]
+    inherited = [f for b in c["bases"] if b in classes for f in _all_fields(b, classes)]
+    return inherited + [f for f in c["own"] + c["taken"] if f not in inherited]
+
+
+def measure() -> dict:
+    rules = _rules()
+    mods = rules.modules()
+    g = rules.graph()
+    units: dict[str, set[str]] = {}
+    for m, ts in g.items():
+        units.setdefault(rules.unit(m), set()).update(rules.unit(t) for t in ts)
+    trees = {m: ast.parse(p.read_text(encoding="utf-8")) for m, p in mods.items()}
+    lines = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in mods.items()}
+    funcs = [(n, f"{m}.{name}") for m, t in trees.items() for name, n in _functions(t)]
+    classes = _config_classes(trees)
+    stage = {f for s in STAGE_CONFIGS if s in classes for f in _all_fields(s, classes)}
+    composites = {}
+    for c in COMPOSITES:
+        if c in classes:
+            fields = _all_fields(c, classes)
+            redeclared = [f for f in classes[c]["own"] if f in stage]
+            composites[c] = {"fields": len(fields), "re-declared from a stage config": len(redeclared),
+                             "taken from a stage config": len(classes[c]["taken"]) + sum(
+                                 len(_all_fields(b, classes)) for b in classes[c]["bases"] if b in classes),
+                             "dtype": "dtype" in fields, "call_cost": "call_cost" in fields}
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    doc_layers = sorted({int(x) for x in re.findall(r"^\| (\d+) ", doc, flags=re.M)})
+    helpers = sum(1 for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.FunctionDef) and n.name == "_f")
+    tau_f = _tau_f_resolvers(trees)
+    largest_mod = max(lines.items(), key=lambda kv: kv[1])
+    largest_fn = max(funcs)
+    return {
+        "modules": len(mods),
+        "import edges (module → module)": sum(len(ts) for ts in g.values()),
+        "import edges (package → package)": sum(len(ts - {u}) for u, ts in units.items()),
+        "layers (docs table)": len(doc_layers),
+        "layers (longest package chain)": _depth(units),
+        "cycles (modules)": len(rules.cycles(g)),
+        "cycles (packages)": len(rules.cycles({u: ts - {u} for u, ts in units.items()})),
+        "largest module": f"{largest_mod[0]} ({largest_mod[1]} lines)",
+        "largest function": f"{largest_fn[1]} ({largest_fn[0]} lines)",
+        "config dataclasses": len(classes),
+        "config fields (all *Config dataclasses)": sum(len(_all_fields(c, classes)) for c in classes),
+        "config fields declared (written out)": sum(len(c["own"]) for c in classes.values()),
+        "composite configs": composites,
+        "_f field helpers": helpers,
+        "τf resolvers (functions that fall back to a tool's paper τf)": tau_f,
+    }
+
+
+def _tau_f_resolvers(trees: dict[str, ast.Module]) -> list[str]:
+    """Functions that read a tool's own annotation settings (``.annotation``/``AnnotationSettings``)
+    and ``tau_f`` together: each is a place that decides which τf a tool runs at."""
+    found = []
+    for m, t in trees.items():
+        for node in ast.walk(t):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                src = ast.unparse(node)
+                if "tau_f" in src and re.search(r"\.annotation\b|AnnotationSettings\(", src) \
+                        and not any(isinstance(c, ast.FunctionDef) and c is not node and "tau_f" in ast.unparse(c)
+                                    for c in ast.walk(node)):
+                    found.append(f"{m}.{node.name}")
+    return sorted(found)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    result = measure()
+    if "--json" in argv:
+        print(json.dumps(result, indent=1, ensure_ascii=False))
+        return
+    for k, v in result.items():
+        if isinstance(v, dict):
+            print(f"{k}:")
+            for c, row in v.items():
+                print(f"  {c}: " + ", ".join(f"{a} {b}" for a, b in row.items()))
+        elif isinstance(v, list):
+            print(f"{k}: {len(v)}" + "".join(f"\n  {x}" for x in v))
+        else:
+            print(f"{k}: {v}")
+
+
+if __name__ == "__main__":
+    main()

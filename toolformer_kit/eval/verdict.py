@@ -1,0 +1,166 @@
+"""Tools vs calls disabled, read back from an evaluation folder: the paired comparison every
+report opens with (the pipeline's and each recipe's), its numbers and its table.
+
+Statistics live with evaluation, below the pipeline and the recipes, so that both read the same
+verdict without one importing the other. The two settings answer the same examples, so the
+difference gets Newcombe's paired interval (:func:`~.metrics.newcombe_paired_diff`), which keeps
+its width at 0 or 100 % and when no pair is discordant, where a bootstrap collapses to a point;
+each accuracy gets a Wilson interval. Every number is recomputed from the per-example records.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .. import blocks as R
+from .metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
+from .records import RECORDS, read_records
+from .setting import Setting
+
+LABEL = "toolformer"  # the tool-trained model's folder under the evaluation's --out
+
+
+def accuracy(records: Sequence[Mapping], n_resamples: int = 1000, seed: int = 0) -> dict:
+    """``{"n", "accuracy", "ci95"}`` of a list of records (accuracy None when empty).
+
+    >>> accuracy([{"correct": True}, {"correct": False}], 200)["accuracy"]
+    0.5
+    """
+    values = [bool(r["correct"]) for r in records]
+    ci = wilson_ci(values)
+    return {"n": len(values), "accuracy": mean(values), "ci95": list(ci) if ci else None}
+
+
+def paired(on: Sequence[Mapping], off: Sequence[Mapping], n_resamples: int = 1000, seed: int = 0,
+           keep: set[str] | None = None) -> dict:
+    """Tools vs disabled on the examples both answered (and, with ``keep``, only those ids).
+
+    >>> on = [{"id": str(i), "correct": i < 6, "called": True} for i in range(10)]
+    >>> off = [{"id": str(i), "correct": i < 1, "called": False} for i in range(10)]
+    >>> p = paired(on, off, 500)
+    >>> p["n"], p["tools"]["accuracy"], p["disabled"]["accuracy"], round(p["diff"], 2), p["diff_ci95"][0] > 0
+    (10, 0.6, 0.1, 0.5, True)
+    >>> paired(on, off, 500, keep={"0", "9"})["n"]
+    2
+    """
+    by_id = {r["id"]: r for r in off}
+    pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id and (keep is None or r["id"] in keep)]
+    a, b = [p[0] for p in pairs], [p[1] for p in pairs]
+    d = newcombe_paired_diff([bool(r["correct"]) for r in a], [bool(r["correct"]) for r in b])
+    return {"n": len(pairs), "tools": accuracy(a, n_resamples, seed), "disabled": accuracy(b, n_resamples, seed),
+            "diff": d[0] if d else None, "diff_ci95": list(d[1]) if d else None,
+            "call_rate": mean([bool(r.get("called")) for r in a])}
+
+
+def pct(v: float | None, signed: bool = False) -> str:
+    """
+    >>> pct(0.125), pct(0.05, signed=True), pct(None)
+    ('12.5', '+5.0', '–')
+    """
+    if v is None:
+        return "–"
+    return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
+
+
+def with_ci(acc: Mapping | None) -> str:
+    if not acc or acc.get("accuracy") is None:
+        return "–"
+    lo, hi = acc["ci95"]
+    return f"{pct(acc['accuracy'])} [{pct(lo)}, {pct(hi)}]"
+
+
+def diff_ci(p: Mapping | None) -> str:
+    if not p or p.get("diff") is None:
+        return "–"
+    lo, hi = p["diff_ci95"]
+    return f"{pct(p['diff'], True)} [{pct(lo, True)}, {pct(hi, True)}]"
+
+
+def load_records(eval_folder: Path, label: str, setting: str, task: str) -> list[dict]:
+    return read_records(eval_folder / label / setting / task / RECORDS)
+
+
+def _setting_of(folder: Path) -> Setting | None:
+    """The setting a run folder holds, from its name (None for a folder no evaluation named)."""
+    try:
+        return Setting.parse(folder.name) if folder.is_dir() else None
+    except ValueError:
+        return None
+
+
+def tools_setting(eval_folder: Path, label: str = LABEL, prefer: Setting = Setting(10)) -> Setting | None:
+    """The setting with calls on and the paper's decoding (``kN``, not ``kN+arrow``) that ``label``
+    was evaluated under: ``prefer`` when it was, else the first by name. The run folders are the
+    one place a report reads setting names back."""
+    found = sorted((s for s in map(_setting_of, (eval_folder / label).glob("k*")) if s and not s.force_arrow),
+                   key=lambda s: s.name)
+    return prefer if prefer in found else (found[0] if found else None)
+
+
+def headline_rows(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int = 1000, seed: int = 0,
+                  retrievable: Mapping[str, set[str]] | None = None, label: str = LABEL) -> list[dict]:
+    """Per task: tools vs disabled on all examples (and on the retrievable ones, when given)."""
+    rows = []
+    for task in tasks:
+        on_recs = load_records(eval_folder, label, on, task)
+        off_recs = load_records(eval_folder, label, "disabled", task)
+        if not on_recs or not off_recs:
+            continue
+        row = {"task": task, "all": paired(on_recs, off_recs, n_resamples, seed)}
+        if retrievable is not None and task in retrievable:
+            ids = {r["id"] for r in on_recs}
+            row["retrievable_share"] = len(retrievable[task] & ids) / len(ids) if ids else None
+            row["retrievable"] = paired(on_recs, off_recs, n_resamples, seed, keep=retrievable[task])
+        rows.append(row)
+    if len(rows) > 1:
+        rows.append(pooled_row(eval_folder, [r["task"] for r in rows], on, label, n_resamples, seed))
+    return rows
+
+
+def pooled_row(eval_folder: Path, tasks: Sequence[str], on: str, label: str = LABEL, n_resamples: int = 1000,
+               seed: int = 0) -> dict:
+    """Every task's pairs together: Newcombe's interval over all pairs, and beside it the paired
+    bootstrap resampled within each task (so each keeps its size)."""
+    on_all, off_all, strata = [], [], []
+    for task in tasks:
+        on_recs, off_recs = load_records(eval_folder, label, on, task), load_records(eval_folder, label, "disabled", task)
+        by_id = {r["id"]: r for r in off_recs}
+        pairs = [(r, by_id[r["id"]]) for r in on_recs if r["id"] in by_id]
+        strata.append(([bool(a["correct"]) for a, _ in pairs], [bool(b["correct"]) for _, b in pairs]))
+        on_all += [{**a, "id": f"{task}/{a['id']}"} for a, _ in pairs]
+        off_all += [{**b, "id": f"{task}/{b['id']}"} for _, b in pairs]
+    row = {"task": "pooled", "pooled": True, "all": paired(on_all, off_all, n_resamples, seed)}
+    boot = stratified_paired_bootstrap(strata, n_resamples, seed=seed)
+    row["all"]["diff_ci95_stratified_bootstrap"] = list(boot[1]) if boot else None
+    return row
+
+
+def headline_table(rows: Sequence[Mapping]) -> R.Block:
+    """The verdict's table: tools vs disabled per task (and on the retrievable subset, when measured)."""
+    sub = any("retrievable" in r for r in rows)
+    header = ["task", "n", "tools % [95% CI]", "disabled % [95% CI]", "tools − disabled, paired [95% CI]", "calls %"]
+    if sub:
+        header += ["retrievable %", "retrievable: tools", "retrievable: disabled", "retrievable: paired diff"]
+    body = []
+    for r in rows:
+        a = r["all"]
+        cells = [r["task"], a["n"], with_ci(a["tools"]), with_ci(a["disabled"]), diff_ci(a), pct(a["call_rate"])]
+        if sub:
+            s = r.get("retrievable")
+            cells += [f"{pct(r.get('retrievable_share'))} (n={s['n'] if s else 0})", with_ci(s and s["tools"]),
+                      with_ci(s and s["disabled"]), diff_ci(s)]
+        body.append(cells)
+    return R.Block("table", header=header, rows=body)
+
+
+def verdict_blocks(rows: Sequence[Mapping], text: str = "") -> list[R.Block]:
+    """What every report opens with (the pipeline's too): the headline table, then its reading."""
+    intro = ("The tool-trained model with tools vs the same model with calls disabled, on the same examples; "
+             "accuracy in % with Wilson 95% intervals, and the paired difference in points with Newcombe's "
+             "paired 95% interval.")
+    blocks = [R.Block("h2", "Verdict")]
+    blocks += [R.Block("p", text)] if text else []
+    if not rows:
+        return blocks + [R.Block("p", "No tool-trained runs with both settings were found.")]
+    return blocks + [R.Block("p", intro), headline_table(rows)]
