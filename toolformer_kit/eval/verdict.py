@@ -93,7 +93,7 @@ def tools_setting(eval_folder: Path, label: str = LABEL, prefer: Setting = Setti
     """The setting with calls on and the paper's decoding (``kN``, not ``kN+arrow``) that ``label``
     was evaluated under: ``prefer`` when it was, else the first by name. The run folders are the
     one place a report reads setting names back."""
-    found = sorted((s for s in map(_setting_of, (eval_folder / label).glob("k*")) if s and not s.force_arrow),
+    found = sorted((s for s in map(_setting_of, (eval_folder / label).glob("k*")) if s and s.papers),
                    key=lambda s: s.name)
     return prefer if prefer in found else (found[0] if found else None)
 
