@@ -54,8 +54,22 @@ def demo_prompt(tool, text: str, rewrite: bool = False, run: Optional[Callable[[
     I say [Echo(hi) -> HI] hi.
     <BLANKLINE>
     You say
+
+    Executed, an example whose call ``run`` gives nothing for is left out (unless all are): its
+    call-only form would teach the model to close a call without "->", so no tool would run (the
+    QA reader abstains on 4 of its 5 demonstration questions).
+
+    >>> two = Tool("Echo", str.upper, "Shout.", [("a", "a [Echo(a)] A."), ("b", "b [Echo(b)] B.")])
+    >>> print(demo_prompt(two, "c", run=lambda c: c.input.upper() if c.input == "b" else None))
+    Shout.
+    <BLANKLINE>
+    b [Echo(b) -> B] B.
+    <BLANKLINE>
+    c
     """
     if rewrite:
         return tool.prompt_prefix() + tool.prompt_context(text.strip())
     demos = [out if run is None else executed(out, run) for _, out in tool.demonstrations]
+    if run is not None:  # an example whose call gave nothing teaches the call-only form: leave it out
+        demos = [d for d in demos if all(c.call.result is not None for c in find_calls(d))] or demos
     return "\n\n".join([tool.instruction.strip()] + demos + [text])
