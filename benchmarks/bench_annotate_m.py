@@ -33,6 +33,7 @@ from toolformer_kit.annotate.config import AnnotateConfig  # noqa: E402
 from toolformer_kit.annotate.filter import BatchedScorer, score_candidates  # noqa: E402
 from toolformer_kit.annotate.positions import LEAD  # noqa: E402
 from toolformer_kit.annotate.stages import ShardAnnotator, ShardStats  # noqa: E402
+from toolformer_kit.files import write_atomic  # noqa: E402
 from toolformer_kit.evidence.campaign import CampaignConfig, annotate_config, campaign_windows  # noqa: E402
 from toolformer_kit.lm import hf_slots  # noqa: E402
 from toolformer_kit.lm.base import load_lm, set_threads  # noqa: E402
@@ -115,7 +116,7 @@ def main(argv=None) -> int:
     print(json.dumps(out, indent=1))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from toolformer_kit.eval.config import default_data_dir
+from toolformer_kit.files import write_atomic
 from toolformer_kit.lm.base import load_lm, set_threads
 from toolformer_kit.tools.qa import qa_tool
 
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
         print(f"  differs: {d['q']!r}: {d['single']!r} vs {d['batched']!r}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 
 
