@@ -8,6 +8,12 @@ calls per second, the ratio and how many answers agree (greedy bf16 can flip a t
 a matmul; ``--dtype fp32`` checks the batch path gives exactly the same answers).
 
     python benchmarks/bench_qa_batch.py --n 96 --json results/throughput/qa_batch.json
+
+``--compare-dtype`` instead runs the batched tool with the reader loaded in fp32 and in bf16, one
+after the other on the same questions (the campaign's reader was fp32 until 2026-12-03 while its
+model ran bf16), and prints seconds, the ratio and how many answers agree:
+
+    python benchmarks/bench_qa_batch.py --compare-dtype --n 96 --json results/throughput/qa_dtype.json
 """
 
 from __future__ import annotations
@@ -45,9 +51,12 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--compare-dtype", action="store_true", help="fp32 reader vs bf16 reader, both batched")
     args = ap.parse_args(argv)
     set_threads(args.threads)
     qs = questions(args.n, args.bank, args.data_dir or default_data_dir())
+    if args.compare_dtype:
+        return compare_dtype(args, qs)
     lm = load_lm(args.model, dtype=args.dtype)
     tool = qa_tool(lm=lm)
     tool.batch_size = args.batch
@@ -75,6 +84,38 @@ def main(argv=None) -> int:
         print(f"  differs: {d['q']!r}: {d['single']!r} vs {d['batched']!r}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def timed_batches(model: str, dtype: str, qs: list[str], batch: int) -> tuple[float, list, str]:
+    """Seconds for the batched QA tool on ``qs`` with the reader in ``dtype`` (loaded and warmed first)."""
+    lm = load_lm(model, dtype=dtype)
+    tool = qa_tool(lm=lm)
+    tool.batch_size = batch
+    tool.prepare()
+    tool.run_many(qs[:2])
+    t0 = time.perf_counter()
+    answers = []
+    for i in range(0, len(qs), batch):
+        answers += tool.run_many(qs[i:i + batch])
+    return time.perf_counter() - t0, answers, str(getattr(lm, "dtype", dtype))
+
+
+def compare_dtype(args, qs: list[str]) -> int:
+    fp32_s, fp32, _ = timed_batches(args.model, "fp32", qs, args.batch)
+    bf16_s, bf16, _ = timed_batches(args.model, "bf16", qs, args.batch)
+    same = sum(a == b for a, b in zip(fp32, bf16))
+    out = {"questions": len(qs), "model": args.model, "batch": args.batch, "fp32_s": round(fp32_s, 2),
+           "bf16_s": round(bf16_s, 2), "speedup": round(fp32_s / bf16_s, 2), "identical": same,
+           "answered_fp32": sum(a is not None for a in fp32), "answered_bf16": sum(b is not None for b in bf16),
+           "differ": [{"q": q, "fp32": a, "bf16": b} for q, a, b in zip(qs, fp32, bf16) if a != b]}
+    print(f"{len(qs)} QA calls in batches of {args.batch}, {args.model}: reader fp32 {out['fp32_s']} s, "
+          f"bf16 {out['bf16_s']} s: {out['speedup']}x; identical answers {same}/{len(qs)}; "
+          f"answered {out['answered_fp32']} vs {out['answered_bf16']}")
+    for d in out["differ"][:10]:
+        print(f"  differs: {d['q']!r}: {d['fp32']!r} vs {d['bf16']!r}")
+    if args.json:
         write_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 

@@ -37,6 +37,21 @@ def test_lm_tools_are_lazy_and_have_paper_settings():
     assert "reader=qwen2.5-coder-0.5b" in qa.version and "translator=qwen2.5-coder-0.5b" in mt.version
 
 
+def test_a_tool_model_s_dtype_is_the_argument_then_the_environment_then_auto(monkeypatch):
+    from toolformer_kit.config import ConfigError
+    from toolformer_kit.tools import lmtool
+
+    monkeypatch.delenv(lmtool.DTYPE_ENV, raising=False)
+    assert lmtool.LazyLM().dtype == "auto" and "dtype=auto" in qa_tool().version
+    monkeypatch.setenv(lmtool.DTYPE_ENV, "fp32")
+    assert lmtool.LazyLM().dtype == "fp32" and lmtool.LazyLM(dtype="bf16").dtype == "bf16"
+    assert "dtype=fp32" in qa_tool().version and "dtype=bf16" in qa_tool(dtype="bf16").version
+    assert "dtype" not in qa_tool(lm=ScriptedLM()).version  # a given model is what it is
+    monkeypatch.setenv(lmtool.DTYPE_ENV, "fp16")
+    with pytest.raises(ConfigError, match="TOOLFORMER_TOOL_DTYPE"):
+        lmtool.LazyLM().get()  # refused before any weights load
+
+
 def test_looking_up_tools_loads_no_model_index_or_torch():
     code = ("import sys; from toolformer_kit.tools import get_tool, tool_names; "
             "[get_tool(n) for n in tool_names()]; "

@@ -7,6 +7,12 @@ device gains nothing from overlapping generations.
 
 The model is chosen, in order, by the ``model`` argument, an environment variable
 (``$TOOLFORMER_QA_MODEL``, ``$TOOLFORMER_MT_MODEL``) and the embedded ``qwen2.5-coder-0.5b``.
+
+Its dtype, by the ``dtype`` argument, ``$TOOLFORMER_TOOL_DTYPE`` and ``auto`` (the project's
+``--dtype`` default: bf16 where it is measured faster, else fp32). Why not fp32 always: until
+2026-12-03 the reader loaded in fp32 while the annotated model ran bf16, and on this project's
+AMX CPU a search campaign's shard spent ~70 % of its time in a QA reader 2.9× slower than it
+needed to be (``benchmarks/bench_qa_batch.py --compare-dtype``).
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import os
 import threading
 from typing import Optional, Sequence
 
-from ..lm.base import LanguageModel, SamplingConfig, load_lm
+from ..config import ConfigError
+from ..lm.base import LanguageModel, SamplingConfig, load_lm, resolve_dtype
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+DTYPE_ENV = "TOOLFORMER_TOOL_DTYPE"
 
-_LOADED: dict[str, LanguageModel] = {}
+_LOADED: dict[tuple[str, str], LanguageModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -36,29 +44,41 @@ def _generation_lock(lm: LanguageModel) -> threading.Lock:
         return _GEN_LOCKS.setdefault(id(lm), threading.Lock())
 
 
-def shared_lm(name: str) -> LanguageModel:
-    """One loaded model per name per process."""
+def shared_lm(name: str, dtype: str = "auto") -> LanguageModel:
+    """One loaded model per name and dtype per process."""
+    key = (name, resolve_dtype(dtype))
     with _LOAD_LOCK:
-        if name not in _LOADED:
-            log.info("loading %s for a tool (once per process)", name)
-            _LOADED[name] = load_lm(name)
-        return _LOADED[name]
+        if key not in _LOADED:
+            log.info("loading %s in %s for a tool (once per process)", *key)
+            _LOADED[key] = load_lm(name, dtype=dtype)
+        return _LOADED[key]
 
 
 class LazyLM:
     """Greedy one-line completions from a model that is loaded when first needed."""
 
-    def __init__(self, model: str | None = None, env: str | None = None, lm: LanguageModel | None = None):
+    def __init__(self, model: str | None = None, env: str | None = None, lm: LanguageModel | None = None,
+                 dtype: str | None = None):
         self._lm = lm
         if lm is not None:
             self.name = str(getattr(lm, "name", "") or type(lm).__name__)
         else:
             self.name = model or (os.environ.get(env) if env else None) or DEFAULT_MODEL
+        self.dtype = dtype or os.environ.get(DTYPE_ENV, "").strip() or "auto"
 
     def get(self) -> LanguageModel:
         if self._lm is None:
-            self._lm = shared_lm(self.name)
+            try:
+                self._lm = shared_lm(self.name, self.dtype)
+            except ConfigError:
+                raise ConfigError(f"a tool's model dtype {self.dtype!r} (dtype= or ${DTYPE_ENV}) is unknown: "
+                                  "use auto, fp32 or bf16") from None
         return self._lm
+
+    def describe(self) -> str:
+        """Model and requested dtype, for a tool's version (its cache key): a reader in another
+        dtype may answer differently."""
+        return self.name if self._lm is not None else f"{self.name}|dtype={self.dtype}"
 
     def complete(self, prompt: str, max_new_tokens: int = 32) -> str:
         """The model's greedy continuation of ``prompt`` up to the end of the line."""

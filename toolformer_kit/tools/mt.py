@@ -112,7 +112,7 @@ class LMTranslator:
 
     def __init__(self, model: str | None = None, lm: LanguageModel | None = None):
         self.lm = LazyLM(model, MODEL_ENV, lm)
-        self.name = self.lm.name
+        self.name = self.lm.describe()
 
     def translate(self, text: str, lang: str) -> Optional[str]:
         budget = min(8 + 2 * len(text.split()) + len(text) // 4, 160)  # CJK has no spaces

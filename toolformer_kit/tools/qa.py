@@ -381,12 +381,13 @@ class QAReader:
     and ``trace_many`` (the answer with what was read and written, for ``qa_tool_check``)."""
 
     def __init__(self, model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
-                 k: int | None = None, retrieval: str = "sentences", top: int = SENTENCES):
+                 k: int | None = None, retrieval: str = "sentences", top: int = SENTENCES,
+                 dtype: str | None = None):
         if retrieval not in RETRIEVALS:
             raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
         self.sentence_level = retrieval == "sentences"
         self.k = k or (SENTENCE_PASSAGES if self.sentence_level else PASSAGES)
-        self.reader = LazyLM(model, MODEL_ENV, lm)
+        self.reader = LazyLM(model, MODEL_ENV, lm, dtype)
         self.corpus = corpus
         self.top = top
         self._index: Optional[BM25Index] = None
@@ -417,11 +418,12 @@ class QAReader:
 
 
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
-            k: int | None = None, name: str = "QA", retrieval: str = "sentences") -> Tool:
+            k: int | None = None, name: str = "QA", retrieval: str = "sentences", dtype: str | None = None) -> Tool:
     """A QA tool: BM25 passages from ``corpus`` read by ``lm`` (or the model named ``model``);
     ``retrieval`` "sentences" (the best sentences of the top ``k`` = 3 passages, a grounded span or
-    nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is)."""
-    qa = QAReader(model, lm, corpus, k, retrieval)
+    nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is); ``dtype`` the
+    reader's (default ``$TOOLFORMER_TOOL_DTYPE``, else auto)."""
+    qa = QAReader(model, lm, corpus, k, retrieval, dtype=dtype)
     return Tool(
         name=name,
         fn=qa.answer,
@@ -431,7 +433,7 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
         settings=PAPER_DEFAULT,
         description="short answer span from the best sentences of BM25 passages, read by an LM (default: Qwen 0.5B); "
                     "no result unless the span is in them",
-        version=f"reader={qa.reader.name}|k={qa.k}|corpus={corpus or 'default'}|v{READER_REVISION}"
+        version=f"reader={qa.reader.describe()}|k={qa.k}|corpus={corpus or 'default'}|v{READER_REVISION}"
                 + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else ""),
         timeout=60.0,
         concurrency=1,
