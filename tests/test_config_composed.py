@@ -41,7 +41,7 @@ def test_a_taken_setting_has_the_stages_type_and_help(cls):
         assert f.metadata["help"].startswith(source.metadata["help"]), f.name
 
 
-@pytest.mark.parametrize("cls", (PipelineConfig, ExperimentConfig), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", (PipelineConfig, ExperimentConfig, StudyConfig), ids=lambda c: c.__name__)
 def test_dtype_and_call_cost_reach_every_entry_point(cls):
     names = {f.name for f in dataclasses.fields(cls)}
     assert {"dtype", "call_cost"} <= names
@@ -64,6 +64,19 @@ def test_a_recipe_passes_them_too_and_its_evaluation_keeps_fp32_on_a_cpu_under_a
     assert (run.annotate_config(cfg, tmp_path).call_cost, run.annotate_config(cfg, tmp_path).dtype) == (1.0, "bf16")
     assert run.eval_config(cfg, tmp_path).dtype == "bf16"
     assert run.eval_config(ExperimentConfig(name="t"), tmp_path).dtype == ""  # the library default, as before
+
+
+def test_a_study_sets_them_for_every_recipe_and_the_cost_study_refuses_a_fixed_call_cost(tmp_path):
+    from toolformer_kit.config import ConfigError
+    from toolformer_kit.evidence.layout import recipe_config
+
+    study = load_study("tau", {"out": str(tmp_path), "dtype": "fp32", "call_cost": 0.5})
+    cfg = recipe_config(study, "math", tmp_path / "math")
+    assert (cfg.dtype, cfg.call_cost) == ("fp32", 0.5)
+    assert recipe_config(load_study("tau", {"out": str(tmp_path)}), "math", tmp_path).dtype == load_recipe("math").dtype
+    with pytest.raises(ConfigError, match="sweeps the call cost"):
+        load_study("cost", {"call_cost": 1.0})
+    assert "dtype" not in recorded(load_study("tau")) and recorded(study)["dtype"] == "fp32"
 
 
 def test_settings_added_at_their_default_leave_the_records_as_they_were():

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "toolformer_kit"
-VOCABULARY = {"calls", "config", "registry", "blocks", "files"}
+VOCABULARY = {"calls", "config", "registry", "blocks", "files", "plots"}
 # unit → the units it may import besides itself and the vocabulary (a unit is a top-level module
 # or package of toolformer_kit). Lower layers first; see docs/architecture.md.
 MAY_IMPORT = {
-    "calls": set(), "config": set(), "registry": set(), "blocks": set(), "files": set(),
+    "calls": set(), "config": set(), "registry": set(), "blocks": set(), "files": set(), "plots": set(),
     "lm": set(),
     "tools": {"lm"},
     "decode": {"lm", "tools"},

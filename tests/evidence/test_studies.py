@@ -193,6 +193,8 @@ def test_a_cost_sweep_keeps_tau_f_and_prices_each_call(tmp_path, monkeypatch):
     steps = {s.name: s for s in S.plan(study)}
     assert steps["search λ 1: re-filter"].settings["tau_f"] == {"WikiSearch": 0.5}
     assert steps["search λ 1: re-filter"].settings["call_cost"] == {"WikiSearch": 1.0}
+    names = [s.name for s in S.plan(study)]
+    assert names[-2:] == ["search: tool latency", "report"]  # measured once after every value's evaluation
     default = S.load_study("cost", {"out": str(tmp_path / "run2")})
     assert {s.name: s for s in S.plan(default)}["search λ 2: re-filter"].settings["tau_f"] == {"WikiSearch": 1.0}
 
@@ -299,6 +301,8 @@ def test_the_scale_report_sets_the_forced_arrow_decoding_beside_the_papers(tmp_p
 
 
 def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkeypatch):
+    from toolformer_kit.evidence.latency import store_latency
+
     study = S.load_study("cost", {"out": str(tmp_path / "run"), "results": str(tmp_path / "res"),
                                   "recipes": ["math"], "tasks": ["svamp"], "call_costs": [0, 1], "bootstrap": 200})
     base = tmp_path / "run" / "math"
@@ -326,7 +330,11 @@ def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkey
         seen.update(tool=tool, inputs=len(inputs), last=inputs[-1])
         return {"tool": tool, "calls": len(inputs), "mean_seconds": 0.5, "how": "test"}
 
-    res = json.loads((RS.write_study(study, "x", latency) / "results.json").read_text())
+    ((_, base_, cfg),) = L.sweep_configs(study)
+    assert json.loads((RS.write_study(study, "x") / "results.json").read_text())["recipes"]["math"]["latency"][
+        "mean_seconds"] is None  # not measured yet: the report says so and measures nothing
+    store_latency(study, base_, cfg, latency)  # the study's step, stored in the run folder
+    res = json.loads((RS.write_study(study, "x") / "results.json").read_text())
     entry = res["recipes"]["math"]
     assert seen == {"tool": "Calculator", "inputs": 20 + 5 + 1, "last": "3 * 4"}  # eval calls, then candidates
     assert [p["calls_ran"] for p in entry["points"]] == [20, 5]
@@ -337,6 +345,9 @@ def test_a_sweep_report_gives_latency_saved_from_calls_that_ran(tmp_path, monkey
     assert "+7.50 s of tool time saved" in text and "| 1 | 4 | 6 | math | 20 |" in text
     assert "Answering with tools took +6.00 s at λ 0, +3.00 s at λ 1 against calls disabled" in text
     assert (Path(study.results) / "cost-math.png").is_file()
+    seen.clear()
+    RS.write_study(study, "x")  # a re-render reads the stored latency: same report, no call re-run
+    assert seen == {} and (Path(study.results) / "report.md").read_text() == text
 
 
 # ---------------------------------------------------------------- a tiny study end to end on the fake LM

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from ..plots import pyplot, save
 from .metrics import mean, wilson_ci
 from .records import RECORDS, read_records
 from .tasks import TASKS
@@ -183,11 +184,8 @@ def write_report(out: str | Path, n_resamples: int = 1000, seed: int = 0, plots:
         parts += ["\n## Perplexity (calls disabled)\n", perplexity_table(summaries)]
     (out / "table.md").write_text("\n".join(parts))
     if plots and any(s.get("kind") == "generate" for s in summaries):
-        try:
-            plot_accuracy(summaries, out / "accuracy.png")
-            plot_breakdown(summaries, out / "breakdown.png")
-        except ImportError:
-            log.warning("matplotlib is not installed; skipping plots (pip install matplotlib)")
+        plot_accuracy(summaries, out / "accuracy.png")
+        plot_breakdown(summaries, out / "breakdown.png")
     return summaries
 
 
@@ -211,13 +209,11 @@ def _bars(ax, groups: list[str], series: dict[str, list[tuple[float | None, tupl
     ax.legend(fontsize="small")
 
 
-def plot_accuracy(summaries: Sequence[dict], path: str | Path) -> Path:
+def plot_accuracy(summaries: Sequence[dict], path: str | Path) -> Path | None:
     """Accuracy per task (groups) and run (bars), with 95% intervals."""
-    import matplotlib  # lazy: heavy, plots only
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # lazy: heavy, plots only
-
+    plt = pyplot()
+    if plt is None:
+        return None
     gen = [s for s in summaries if s.get("kind") == "generate"]
     tasks = list(dict.fromkeys(s["task"] for s in gen))
     runs = list(dict.fromkeys(run_label(s) for s in gen))
@@ -227,19 +223,14 @@ def plot_accuracy(summaries: Sequence[dict], path: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(tasks) + 2), 4))
     _bars(ax, tasks, series)
     ax.set_title("Zero-shot accuracy")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path, dpi=120)
 
 
-def plot_breakdown(summaries: Sequence[dict], path: str | Path) -> Path:
+def plot_breakdown(summaries: Sequence[dict], path: str | Path) -> Path | None:
     """Table 9 as bars: All / AC / NC per (task, run), with the call rate in the group label."""
-    import matplotlib  # lazy: heavy, plots only
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # lazy: heavy, plots only
-
+    plt = pyplot()
+    if plt is None:
+        return None
     gen = [s for s in summaries if s.get("kind") == "generate"]
     gen = sorted([s for s in gen if s["setting"] != "disabled"] or gen, key=lambda s: s["task"])  # AC needs calls
     groups = [f"{s['task']}\n{run_label(s)}\ncalls {pct(s['call_rate'])}%" for s in gen]
@@ -249,7 +240,4 @@ def plot_breakdown(summaries: Sequence[dict], path: str | Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(gen) + 2), 4.5))
     _bars(ax, groups, series)
     ax.set_title("Accuracy with and without a call (Table 9 breakdown)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path, dpi=120)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from .. import blocks as R
 from .metrics import mean, newcombe_paired_diff, stratified_paired_bootstrap, wilson_ci
 from .records import RECORDS, read_records
@@ -51,6 +53,51 @@ def paired(on: Sequence[Mapping], off: Sequence[Mapping], n_resamples: int = 100
     return {"n": len(pairs), "tools": accuracy(a, n_resamples, seed), "disabled": accuracy(b, n_resamples, seed),
             "diff": d[0] if d else None, "diff_ci95": list(d[1]) if d else None,
             "call_rate": mean([bool(r.get("called")) for r in a])}
+
+
+def _ci(samples: np.ndarray) -> list[float]:
+    lo, hi = np.quantile(samples, [0.025, 0.975])
+    return [float(lo), float(hi)]
+
+
+def task_averaged_paired(per_task: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]], n_resamples: int = 1000,
+                  seed: int = 0) -> dict | None:
+    """Tools vs disabled averaged over tasks (each task weighs the same, as the paper's Figure 4
+    averages its benchmarks), with bootstrap intervals that resample examples within each task,
+    paired between the arms; ``off`` may be empty for a single arm. None when no task has examples.
+
+    >>> on = {"a": ([{"id": str(i), "correct": i < 5, "called": True} for i in range(10)],
+    ...             [{"id": str(i), "correct": i < 1} for i in range(10)]),
+    ...       "b": ([{"id": "0", "correct": True, "called": False}], [{"id": "0", "correct": True}])}
+    >>> f = task_averaged_paired(on, 300)
+    >>> f["tools"]["accuracy"], f["disabled"]["accuracy"], round(f["diff"], 2), f["n"], f["call_rate"]
+    (0.75, 0.55, 0.2, 11, 0.5)
+    """
+    arrays = []
+    for task, (on, off) in sorted(per_task.items()):
+        if off:
+            by_id = {r["id"]: r for r in off}
+            pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id]
+        else:
+            pairs = [(r, r) for r in on]
+        if pairs:
+            arrays.append((task, np.array([[bool(a["correct"]), bool(b["correct"]), bool(a.get("called"))]
+                                           for a, b in pairs], dtype=float)))
+    if not arrays:
+        return None
+    rng = np.random.default_rng(seed)
+    boot = np.zeros((n_resamples, 2))
+    for _, arr in arrays:
+        idx = rng.integers(0, len(arr), size=(n_resamples, len(arr)))
+        boot += arr[idx][:, :, :2].mean(axis=1)
+    boot /= len(arrays)
+    point = np.mean([arr.mean(axis=0) for _, arr in arrays], axis=0)
+    out = {"tasks": [t for t, _ in arrays], "n": int(sum(len(a) for _, a in arrays)),
+           "tools": {"accuracy": float(point[0]), "ci95": _ci(boot[:, 0])},
+           "disabled": {"accuracy": float(point[1]), "ci95": _ci(boot[:, 1])},
+           "diff": float(point[0] - point[1]), "diff_ci95": _ci(boot[:, 0] - boot[:, 1]),
+           "call_rate": float(point[2])}
+    return out
 
 
 def pct(v: float | None, signed: bool = False) -> str:

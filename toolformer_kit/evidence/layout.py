@@ -1,6 +1,6 @@
 """Where a study's runs live and with which settings: the recipe settings under a study, its
-folders per recipe and swept value. Both the study driver (:mod:`.studies`) and its report
-(:mod:`.report_study`) read them, so they sit below both.
+folders per recipe and swept value. The study driver (:mod:`.studies`) and what reads its runs
+back (:mod:`.study_results`, :mod:`.latency`) use them, so they sit below all three.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from ..config import ConfigError, from_dict, to_dict
 from . import run as X
 from .recipe import ExperimentConfig, available, load_recipe
 
-# What a recipe's size knobs may be set to from a study (None: the recipe's own value).
-SIZE_KEYS = ("docs", "k", "m", "train_steps", "eval_limit", "eval_batch", "tasks")
+# The recipe settings a study may set for every recipe (None: each recipe's own value): sizes, the
+# compute dtype and the call cost.
+SIZE_KEYS = ("docs", "k", "m", "train_steps", "eval_limit", "eval_batch", "tasks", "dtype", "call_cost")
 
 
 def per_recipe(study, recipe: str) -> dict[str, str]:

@@ -1,9 +1,8 @@
 """``results/study-NAME/``: report.md (the finding first), results.json, small PNG plots.
 
-Every number is recomputed from the per-example eval records of the study's run folder, with a
-95 % bootstrap interval. Accuracies are averaged over the tasks of a family (math, LAMA, QA) the
-way the paper's Figure 4 averages its benchmarks: each task weighs the same, and the bootstrap
-resamples examples within each task (stratified), paired between tools and disabled.
+Rendering only: every number comes from :mod:`.study_results`, recomputed from the per-example
+eval records of the study's run folder with 95 % bootstrap intervals, and the cost study's tool
+latency from what its step stored (:mod:`.latency`); nothing is measured here.
 """
 
 from __future__ import annotations
@@ -11,368 +10,20 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
-
-import numpy as np
+from typing import Mapping, Sequence
 
 from .. import blocks as R
-from ..config import to_dict
-from ..eval.setting import Setting
-from ..files import read_json, write_atomic
+from ..config import recorded
+from ..files import write_atomic
+from ..plots import pyplot, save
 from . import paper, results
 from .cost import clock
-from .layout import recipe_config, sweep_configs, value_label
-from .results import LABEL, git_commit, load_records, pct, tools_setting
+from .results import git_commit, pct
+from .study_results import _stages, collect_scale, collect_sweep, signed_seconds, tool_overhead
 
 log = logging.getLogger(__name__)
 
-FAMILIES = {"svamp": "math", "asdiv": "math", "mawps": "math", "webquestions": "QA", "nq": "QA", "triviaqa": "QA"}
-RAN = {"", "no_result", "tool_error"}  # a call's reason when the tool was actually run
 
-
-def family(task: str) -> str:
-    """
-    >>> family("lama-trex"), family("nq"), family("svamp"), family("dateset")
-    ('LAMA', 'QA', 'math', 'dateset')
-    """
-    return "LAMA" if task.startswith("lama-") else FAMILIES.get(task, task)
-
-
-def params_of(model: str) -> float | None:
-    """Parameters of an embedded model (its registry entry); None for a folder we cannot tell."""
-    from ..lm.embedded import EMBEDDED
-
-    try:
-        return paper.parse_params(EMBEDDED.get(model).parameters)
-    except Exception:  # noqa: BLE001 - an unknown name or a path: the report says "?"
-        return None
-
-
-# ---------------------------------------------------------------- pure numbers
-def _ci(samples: np.ndarray) -> list[float]:
-    lo, hi = np.quantile(samples, [0.025, 0.975])
-    return [float(lo), float(hi)]
-
-
-def family_paired(per_task: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]], n_resamples: int = 1000,
-                  seed: int = 0) -> dict | None:
-    """Tools vs disabled averaged over tasks (each task weighs the same), with stratified paired
-    bootstrap intervals; ``off`` may be empty for a single arm. None when no task has examples.
-
-    >>> on = {"a": ([{"id": str(i), "correct": i < 5, "called": True} for i in range(10)],
-    ...             [{"id": str(i), "correct": i < 1} for i in range(10)]),
-    ...       "b": ([{"id": "0", "correct": True, "called": False}], [{"id": "0", "correct": True}])}
-    >>> f = family_paired(on, 300)
-    >>> f["tools"]["accuracy"], f["disabled"]["accuracy"], round(f["diff"], 2), f["n"], f["call_rate"]
-    (0.75, 0.55, 0.2, 11, 0.5)
-    """
-    arrays = []
-    for task, (on, off) in sorted(per_task.items()):
-        if off:
-            by_id = {r["id"]: r for r in off}
-            pairs = [(r, by_id[r["id"]]) for r in on if r["id"] in by_id]
-        else:
-            pairs = [(r, r) for r in on]
-        if pairs:
-            arrays.append((task, np.array([[bool(a["correct"]), bool(b["correct"]), bool(a.get("called"))]
-                                           for a, b in pairs], dtype=float)))
-    if not arrays:
-        return None
-    rng = np.random.default_rng(seed)
-    boot = np.zeros((n_resamples, 2))
-    for _, arr in arrays:
-        idx = rng.integers(0, len(arr), size=(n_resamples, len(arr)))
-        boot += arr[idx][:, :, :2].mean(axis=1)
-    boot /= len(arrays)
-    point = np.mean([arr.mean(axis=0) for _, arr in arrays], axis=0)
-    out = {"tasks": [t for t, _ in arrays], "n": int(sum(len(a) for _, a in arrays)),
-           "tools": {"accuracy": float(point[0]), "ci95": _ci(boot[:, 0])},
-           "disabled": {"accuracy": float(point[1]), "ci95": _ci(boot[:, 1])},
-           "diff": float(point[0] - point[1]), "diff_ci95": _ci(boot[:, 0] - boot[:, 1]),
-           "call_rate": float(point[2])}
-    return out
-
-
-def families_of(eval_folder: Path, tasks: Sequence[str], label: str, on: str | None, off: str | None,
-                n_resamples: int, seed: int) -> dict[str, dict]:
-    """Per family: ``label`` under setting ``on`` vs ``off`` (None: ``on`` alone) from an eval folder."""
-    grouped: dict[str, dict] = {}
-    for task in tasks:
-        recs_on = load_records(eval_folder, label, on, task) if on else []
-        recs_off = load_records(eval_folder, label, off, task) if off else []
-        if recs_on:
-            grouped.setdefault(family(task), {})[task] = (recs_on, recs_off)
-    return {fam: f for fam, per in grouped.items() if (f := family_paired(per, n_resamples, seed))}
-
-
-def changed_outputs(eval_folder: Path, tasks: Sequence[str], a: str, b: str, label: str = LABEL) -> dict:
-    """How many answers differ between two settings of one model (same example ids): where the
-    forced arrow changed nothing, its row equals the paper-decoding row to the last digit, and this
-    says why (no call reached a closed input without writing '->' itself)."""
-    n = differ = 0
-    for task in tasks:
-        other = {r["id"]: r for r in load_records(eval_folder, label, b, task)}
-        for r in load_records(eval_folder, label, a, task):
-            if r["id"] in other:
-                n += 1
-                differ += r.get("output") != other[r["id"]].get("output")
-    return {"answers": n, "differ": differ}
-
-
-def calls_ran(records: Sequence[Mapping]) -> int:
-    """Tool calls that were actually run while answering (the ones that cost time).
-
-    >>> calls_ran([{"calls": [{"reason": ""}, {"reason": "closed_without_arrow"}]}, {"calls": []}])
-    1
-    """
-    return sum(1 for r in records for c in r.get("calls", []) if c.get("reason", "") in RAN)
-
-
-def helps(stats: Mapping | None) -> bool:
-    return bool(stats and stats.get("diff_ci95") and stats["diff_ci95"][0] > 0)
-
-
-RARE_CALLS = 0.2  # below this share of inputs with a call at every size, "no gain" says little
-
-
-def emergence_text(fam: str, points: Sequence[tuple[float, Mapping | None]]) -> str:
-    """From which size tools help here (paired interval above 0), beside the paper; with a caveat
-    when no size calls on more than :data:`RARE_CALLS` of its inputs, since a model that hardly
-    calls cannot show a gain whatever its size.
-
-    >>> s = {"diff": 0.1, "diff_ci95": [0.02, 0.2]}; n = {"diff": 0.0, "diff_ci95": [-0.05, 0.05]}
-    >>> emergence_text("math", [(135e6, n), (630e6, s)])
-    'math: tools help from 630M on (paired interval above 0); the paper saw the gap open at ~775M — here earlier.'
-    >>> emergence_text("QA", [(135e6, n), (630e6, n)])[:60]
-    'QA: tools help at none of the sizes here (135M–630M); the pa'
-    >>> emergence_text("QA", [(135e6, n | {"call_rate": 0.03}), (630e6, n | {"call_rate": 0.1})])[-99:]
-    'But calls open on at most 10.0% of inputs at any size here: too little tool use to place the point.'
-    """
-    measured = [(p, s) for p, s in points if p is not None and s is not None]
-    if not measured:
-        return f"{fam}: no size has evaluated examples yet."
-    rates = [s["call_rate"] for _, s in measured if s.get("call_rate") is not None]
-    if rates and max(rates) < RARE_CALLS:
-        return (_emergence_sentence(fam, measured) + f" But calls open on at most {pct(max(rates))}% of inputs at "
-                "any size here: too little tool use to place the point.")
-    return _emergence_sentence(fam, measured)
-
-
-def _emergence_sentence(fam: str, measured: Sequence[tuple[float, Mapping]]) -> str:
-    sizes = [p for p, _ in measured]
-    found = paper.emergence(sizes, [helps(s) for _, s in measured])
-    theirs = paper.paper_emergence(fam) if fam in paper.FIGURE_4 else None
-    span = f"{paper.size_name(min(sizes))}–{paper.size_name(max(sizes))}"
-    ref = f"the paper saw the gap open at ~{paper.size_name(theirs)}" if theirs else "the paper has no curve for it"
-    if found is None:
-        some = [paper.size_name(p) for p, s in measured if helps(s)]
-        if some:
-            return (f"{fam}: tools help at {', '.join(some)} but not at every larger size ({span}); no steady "
-                    f"emergence here; {ref}.")
-        where = ("consistent with that, as it lies above our largest model" if theirs and theirs > max(sizes)
-                 else "so here it does not show" if theirs else "")
-        return f"{fam}: tools help at none of the sizes here ({span}); {ref}" + (f", {where}." if where else ".")
-    when = "" if not theirs else (" — here earlier." if found < theirs * 0.9 else
-                                  " — here later." if found > theirs * 1.1 else " — the same point.")
-    return f"{fam}: tools help from {paper.size_name(found)} on (paired interval above 0); {ref}{when}"
-
-
-def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
-    """Mean seconds of the tool itself over up to ``n`` stored inputs, run uncached here (the eval
-    records keep no per-call timing)."""
-    import time
-
-    from ..tools import get_tool
-
-    runner = get_tool(tool)
-    picked = list(dict.fromkeys(inputs))[:n]
-    if not picked:
-        return {"tool": tool, "calls": 0, "mean_seconds": None, "how": "no stored call to time"}
-    runner(picked[0])  # the first call builds indexes and loads what the tool needs
-    t0 = time.perf_counter()
-    for text in picked:
-        runner(text)
-    return {"tool": tool, "calls": len(picked), "mean_seconds": (time.perf_counter() - t0) / len(picked),
-            "how": f"measured here: {len(picked)} distinct inputs (calls that ran while answering, then the "
-                   "annotation's executed candidates) re-run uncached after one warm-up call"}
-
-
-# ---------------------------------------------------------------- collecting a study
-def _stages(out: Path) -> dict:
-    path = out / "stages.json"
-    return {k: v.get("seconds") for k, v in read_json(path).items()} if path.is_file() else {}
-
-
-def _settings(folder: Path) -> dict:
-    path = folder / "experiment.json"
-    return read_json(path)["settings"] if path.is_file() else {}
-
-
-def c_star_size(run: Path) -> dict:
-    """Calls and texts in the C* a recipe run fine-tuned on (from its results), to read call rates by."""
-    path = run / "results" / "results.json"
-    ann = read_json(path).get("annotation", {}) if path.is_file() else {}
-    return {"c_star_calls": ann.get("c_star_calls"), "c_star_texts": ann.get("c_star_texts")}
-
-
-def collect_scale(study, n: int, seed: int) -> dict:
-    """Per (recipe, model, family): tools vs disabled under the paper's decoding (``rows``) and, for
-    recipes that also evaluated it, with '->' forced (``forced_rows``, a deviation shown beside)."""
-    rows, forced_rows = [], []
-    for model in study.models:
-        for recipe in study.recipes:
-            sub = Path(study.out) / f"{recipe}-{model}"
-            cfg = recipe_config(study, recipe, sub, model)
-            found = tools_setting(sub / "eval", prefer=Setting(cfg.k_eval))
-            if found is None:
-                continue
-            on, c_star = found.name, c_star_size(sub)
-            for setting, into in ((on, rows), (found.arrow().name, forced_rows)):
-                if not (sub / "eval" / LABEL / setting).is_dir():
-                    continue
-                for fam, stats in families_of(sub / "eval", cfg.tasks, LABEL, setting, "disabled", n, seed).items():
-                    extra = {} if setting == on else {"changed_by_arrow": changed_outputs(
-                        sub / "eval", [t for t in cfg.tasks if family(t) == fam], on, setting)}
-                    into.append({"recipe": recipe, "model": model, "params": params_of(model), "family": fam,
-                                 "setting": setting, **c_star, **stats, **extra})
-    findings = [emergence_text(f, [(r["params"], r) for r in rows if r["family"] == f])
-                for f in sorted({r["family"] for r in rows})]
-    findings += ["With '->' forced (a deviation): " + emergence_text(f, [(r["params"], r) for r in forced_rows
-                                                                         if r["family"] == f])
-                 for f in sorted({r["family"] for r in forced_rows})]
-    return {"rows": rows, "forced_rows": forced_rows, "findings": findings,
-            "paper": {"sizes": paper.SIZES, "names": paper.SIZE_NAMES,
-                      "figure_4": {f: {"tools": t, "disabled": d} for f, (t, d) in paper.FIGURE_4.items()},
-                      "emergence": {f: paper.paper_emergence(f) for f in paper.FIGURE_4},
-                      "note": "read off the paper's Figure 4 (midpoints of the ranges read); approximate"}}
-
-
-def tool_inputs(records: Sequence[Mapping], candidates: Path, tools: Sequence[str]) -> list[str]:
-    """Inputs to time a tool on: the calls that ran while answering, then the annotation's executed
-    candidates (there are hundreds of those, and only a handful of calls at eval time)."""
-    inputs = [c.get("input", "") for r in records for c in r.get("calls", [])
-              if c.get("reason", "") in RAN and c.get("tool") in tools]
-    if candidates.is_file():
-        with candidates.open(encoding="utf-8") as fh:
-            for line in fh:
-                c = json.loads(line)
-                if c.get("tool") in tools and c.get("input") and c.get("result") is not None:
-                    inputs.append(c["input"])
-    return inputs
-
-
-def decode_seconds(records: Sequence[Mapping]) -> float | None:
-    """Wall seconds the model spent answering these records (each carries its batch's time shared
-    among the batch's examples).
-
-    >>> decode_seconds([{"seconds": 0.25}, {"seconds": 0.5}, {}]), decode_seconds([])
-    (0.75, None)
-    """
-    return sum(float(r.get("seconds") or 0.0) for r in records) if records else None
-
-
-def collect_sweep(study, n: int, seed: int, latency: Callable | None = None) -> dict:
-    out = {"recipes": {}}
-    for recipe, base, cfg in sweep_configs(study):
-        ref = {label: families_of(base / "eval", cfg.tasks, label, "disabled", None, n, seed)
-               for label in ("base", "cc")}
-        points, ran = [], []
-        for value in study.values:
-            v = base / value_label(study, value)
-            marker = v / "annotate" / "refilter.json"
-            info = read_json(marker) if marker.is_file() else {}
-            found = tools_setting(v / "eval", prefer=Setting(cfg.k_eval))
-            on = found.name if found else None
-            recs = [r for t in cfg.tasks for r in (load_records(v / "eval", LABEL, on, t) if on else [])]
-            ran += recs
-            train = v / "train-tools" / "train_summary.json"
-            points.append({"value": value, "c_star_texts": info.get("c_star_texts"),
-                           "c_star_calls": info.get("c_star_calls"), "candidates": info.get("candidates"),
-                           "tau_f": info.get("tau_f"), "call_cost": info.get("call_cost"),
-                           "answered": len(recs), "calls_ran": calls_ran(recs),
-                           "call_rate": (sum(bool(r.get("called")) for r in recs) / len(recs)) if recs else None,
-                           "decode_seconds": {"tools": decode_seconds(recs), "disabled": decode_seconds(
-                               [r for t in cfg.tasks for r in load_records(v / "eval", LABEL, "disabled", t)])},
-                           "families": families_of(v / "eval", cfg.tasks, LABEL, on, "disabled", n, seed) if on else {},
-                           "best_step": read_json(train).get("best_step") if train.is_file() else None})
-        entry = {"model": cfg.model, "tools": cfg.tools, "tasks": cfg.tasks, "reference": ref, "points": points,
-                 "settings": to_dict(cfg)}
-        if study.name == "cost" and points:
-            inputs = tool_inputs(ran, base / "annotate" / "candidates.jsonl", cfg.tools)
-            entry["latency"] = (latency or measure_latency)(cfg.tools[0], inputs, study.latency_calls)
-            mean_s = entry["latency"]["mean_seconds"]
-            for p in points:
-                saved = points[0]["calls_ran"] - p["calls_ran"]
-                p["calls_saved"] = saved
-                p["latency_saved_s"] = saved * mean_s if mean_s is not None else None
-        entry["findings"] = sweep_findings(study.name, points)
-        out["recipes"][recipe] = entry
-    return out
-
-
-def sweep_findings(kind: str, points: Sequence[Mapping]) -> list[str]:
-    """Per family: how tools accuracy and the call rate move from the first value to the last, and
-    whether the best value's interval clears the worst's."""
-    sym = "τf" if kind == "tau" else "λ"
-    done = [p for p in points if p["families"]]
-    empty = [f"{p['value']:g}" for p in points if p["c_star_calls"] == 0]
-    lines = [f"At {sym} {', '.join(empty)} C* keeps no call: nothing to fine-tune there."] if empty else []
-    if len(done) < 2:
-        return lines + [f"Fewer than two {sym} values are evaluated yet; nothing to compare."]
-    for fam in sorted({f for p in done for f in p["families"]}):
-        have = [(p, p["families"][fam]) for p in done if fam in p["families"]]
-        best = max(have, key=lambda x: x[1]["tools"]["accuracy"])
-        worst = min(have, key=lambda x: x[1]["tools"]["accuracy"])
-        apart = best[1]["tools"]["ci95"][0] > worst[1]["tools"]["ci95"][1]
-        first, last = have[0], have[-1]
-        lines.append(
-            f"{fam}: with tools {pct(first[1]['tools']['accuracy'])}% at {sym} {first[0]['value']:g} → "
-            f"{pct(last[1]['tools']['accuracy'])}% at {sym} {last[0]['value']:g} (calls on "
-            f"{pct(first[1]['call_rate'])}% → {pct(last[1]['call_rate'])}% of inputs; C* "
-            f"{first[0]['c_star_calls']} → {last[0]['c_star_calls']} calls). Best at {sym} {best[0]['value']:g}, "
-            + (_apart_text(best[1], worst[1]) if apart
-               else "but the intervals of best and worst overlap: no value is distinguishable at this size."))
-    if kind == "cost":
-        first, last = done[0], done[-1]
-        if last.get("latency_saved_s") is not None:
-            lines.append(f"At λ {last['value']:g}, {last['calls_saved']} fewer tool calls ran than at λ "
-                         f"{first['value']:g} over {last['answered']} answers ({first['calls_ran']} → "
-                         f"{last['calls_ran']}): {signed_seconds(last['latency_saved_s'])} of tool time saved.")
-        overheads = [(p["value"], o) for p in done if (o := tool_overhead(p)) is not None]
-        if overheads:
-            lines.append("Answering with tools took " + ", ".join(f"{signed_seconds(o)} at λ {v:g}"
-                                                                  for v, o in overheads)
-                         + " against calls disabled (the same examples, back to back; wall time, so noisy on a "
-                         "shared machine).")
-    return lines
-
-
-def _apart_text(best: Mapping, worst: Mapping) -> str:
-    """Why the best value beats the worst: the same two models with calls disabled say whether it is the calls."""
-    return (f"its interval clear of the worst's; with calls disabled the same two models score "
-            f"{pct(best['disabled']['accuracy'])}% and {pct(worst['disabled']['accuracy'])}%, so "
-            + ("the difference is not the calls'." if best["diff_ci95"][0] <= 0 else "the calls add to it."))
-
-
-def tool_overhead(point: Mapping) -> float | None:
-    """Seconds answering with tools took beyond answering with calls disabled."""
-    secs = point.get("decode_seconds") or {}
-    if secs.get("tools") is None or secs.get("disabled") is None:
-        return None
-    return secs["tools"] - secs["disabled"]
-
-
-def signed_seconds(x: float) -> str:
-    """
-    >>> signed_seconds(0.00068), signed_seconds(-2.5), signed_seconds(75.0)
-    ('+0.68 ms', '−2.50 s', '+75.0 s')
-    """
-    sign = "+" if x >= 0 else "−"
-    a = abs(x)
-    return f"{sign}{1000 * a:.2f} ms" if a < 0.1 else f"{sign}{a:.2f} s" if a < 10 else f"{sign}{a:.1f} s"
-
-
-# ---------------------------------------------------------------- report.md and plots
 def _acc(stats: Mapping | None, key: str) -> str:
     return results.with_ci(stats and stats[key])
 
@@ -459,7 +110,7 @@ def _scale_blocks(res: Mapping, plot_name: str | None) -> list[R.Block]:
 
 
 def plot_scale(res: Mapping, folder: Path) -> str | None:
-    plt = _pyplot()
+    plt = pyplot()
     fams = sorted({r["family"] for r in res["rows"]})
     if plt is None or not fams:
         return None
@@ -489,11 +140,11 @@ def plot_scale(res: Mapping, folder: Path) -> str | None:
         ax.set_xlabel("parameters")
         ax.set_ylabel("accuracy (%)")
     axes[0][0].legend(fontsize="x-small")
-    return _save(plt, fig, folder / "scaling.png")
+    return save(fig, folder / "scaling.png").name
 
 
 def plot_sweep(kind: str, recipe: str, entry: Mapping, folder: Path) -> str | None:
-    plt = _pyplot()
+    plt = pyplot()
     pts = [p for p in entry["points"] if p["families"]]
     if plt is None or not pts:
         return None
@@ -513,26 +164,7 @@ def plot_sweep(kind: str, recipe: str, entry: Mapping, folder: Path) -> str | No
         ax.set_title(title)
     axes[0].legend(fontsize="x-small")
     axes[1].legend(fontsize="x-small")
-    return _save(plt, fig, folder / f"{kind}-{recipe}.png")
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log.warning("matplotlib is not installed; results have no plots (pip install matplotlib)")
-        return None
-    return plt
-
-
-def _save(plt, fig, path: Path) -> str:
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path.name
+    return save(fig, folder / f"{kind}-{recipe}.png").name
 
 
 TITLES = {"scale": "Scaling: does tool use emerge with model size here?",
@@ -540,7 +172,7 @@ TITLES = {"scale": "Scaling: does tool use emerge with model size here?",
           "cost": "Cost-aware filtering: a price λ on each call"}
 
 
-def write_study(study, command: str, latency: Callable | None = None) -> Path:
+def write_study(study, command: str) -> Path:
     """Recompute everything from the study's run folder and (re)write ``study.results``."""
     folder = Path(study.results)
     folder.mkdir(parents=True, exist_ok=True)
@@ -551,13 +183,13 @@ def write_study(study, command: str, latency: Callable | None = None) -> Path:
         findings = res["findings"]
         body = _scale_blocks(res, plot_name)
     else:
-        res = collect_sweep(study, n, seed, latency)
+        res = collect_sweep(study, n, seed)
         plots = {r: p for r, e in res["recipes"].items() if (p := plot_sweep(study.name, r, e, folder))}
         findings = [f"[{r} recipe] {f}" for r, e in res["recipes"].items() for f in e["findings"]]
         body = _sweep_blocks(study.name, res, plots)
     m = results.machine()
     res |= {"study": study.name, "command": command, "seed": seed, "commit": git_commit(), "machine": m,
-            "settings": to_dict(study), "wall_seconds": _stages(Path(study.out)),
+            "settings": recorded(study), "wall_seconds": _stages(Path(study.out)),
             "interval": f"95% percentile bootstrap, {n} resamples, examples resampled within each task and "
                         "paired between tools and disabled; a family's accuracy is the mean of its tasks'"}
     write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))

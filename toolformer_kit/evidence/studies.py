@@ -5,7 +5,8 @@
 * **tau** — one annotation run, then C* re-filtered at each τf from its stored scores, each
   fine-tuned and evaluated: what τf does to the trained model, which the paper never reports.
 * **cost** — the same over the call cost λ (kept iff L⁻ − L⁺ ≥ τf + λ): how call rate, accuracy and
-  tool latency move when a call has a price.
+  tool latency move when a call has a price (the latency measured by a step of its own,
+  :mod:`.latency`, and stored).
 
 Why the sweeps share everything they can: annotation is the expensive stage, and the scores it
 stores decide every τf and λ, so it runs once; the base model and +CC do not depend on the value,
@@ -33,7 +34,8 @@ from ..files import write_atomic
 from ..tools import get_tool
 from . import run as X
 from .cost import EVAL_RUNS, Progress, clock, estimate
-from . import report_study
+from . import report_study, study_results
+from .latency import LATENCY_FILE, store_latency
 from .layout import recipe_config, sweep_configs, value_label
 from .recipe import ExperimentConfig
 from .results import LABEL
@@ -75,6 +77,9 @@ class StudyConfig:
     eval_limit: Optional[int] = stage_field(ExperimentConfig, "eval_limit", None, note=RECIPES)
     eval_batch: Optional[int] = stage_field(ExperimentConfig, "eval_batch", None, note=RECIPES)
     tasks: Optional[list[str]] = stage_field(ExperimentConfig, "tasks", None, note=RECIPES)
+    dtype: Optional[str] = stage_field(ExperimentConfig, "dtype", None, note=RECIPES, added=True)
+    call_cost: Optional[float] = stage_field(ExperimentConfig, "call_cost", None, added=True,
+                                             note="scale, tau; every recipe's; the cost study sweeps call_costs instead")
     per_recipe: list[str] = _f([], "overrides for one recipe, RECIPE.SETTING=VALUE (any recipe setting), "
                                    "e.g. search.docs=60,math.eval_limit=50, added to the study's own (later wins); "
                                    "a size above, when set, wins for every recipe")
@@ -90,6 +95,8 @@ class StudyConfig:
             close = difflib.get_close_matches(self.name, STUDIES, n=1)
             raise ConfigError(f"unknown study {self.name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                               + f"; available: {', '.join(STUDIES)}")
+        if self.call_cost is not None and self.name == "cost":
+            raise ConfigError("the cost study sweeps the call cost (--call-costs); drop --call-cost")
         if self.from_run and self.name == "scale":
             raise ConfigError("--from-run reuses one annotation, but scale annotates with every model; drop it")
         if self.from_run and len(self.recipes) != 1:
@@ -178,7 +185,7 @@ def scale_steps(study: StudyConfig, command: str = "") -> list[Step]:
     """One whole recipe run per (recipe, model), smallest model first."""
     out = Path(study.out)
     steps = []
-    for model in sorted(study.models, key=lambda m: report_study.params_of(m) or float("inf")):
+    for model in sorted(study.models, key=lambda m: study_results.params_of(m) or float("inf")):
         for recipe in study.recipes:
             sub = out / f"{recipe}-{model}"
             cfg = recipe_config(study, recipe, sub, model)
@@ -233,7 +240,11 @@ def sweep_steps(study: StudyConfig, command: str = "", latency=None) -> list[Ste
                               lambda cfg=cfg, v=v: train_value(cfg, v), est["train (tools)"]))
             steps.append(Step(f"{label}: evaluate", None, _never, lambda cfg=cfg, v=v: evaluate_value(cfg, v),
                               2 * per_eval, strict=False))
-    steps.append(Step("report", None, _never, lambda: report_study.write_study(study, command, latency), 10.0))
+        if study.name == "cost":  # measured once and stored, so the report renders the same every time
+            steps.append(Step(f"{recipe}: tool latency", {"tool": cfg.tools[0], "calls": study.latency_calls},
+                              _file(base / LATENCY_FILE),
+                              lambda cfg=cfg, b=base: store_latency(study, b, cfg, latency), 30.0, strict=False))
+    steps.append(Step("report", None, _never, lambda: report_study.write_study(study, command), 10.0))
     return steps
 
 

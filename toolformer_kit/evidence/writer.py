@@ -13,12 +13,13 @@ from typing import Mapping, Sequence
 
 from .. import blocks as R
 from ..calls import find_calls
-from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
-from ..config import recorded
+from ..config import recorded, to_dict
 from ..eval.report import _bars
 from ..eval.setting import Setting
 from ..files import read_json, write_atomic
+from ..pipeline.report import deviations
+from ..plots import pyplot, save
 from . import results
 from .ceiling import read_flags
 from .cost import clock, estimate
@@ -30,36 +31,6 @@ from .results import (COLUMNS, LABEL, columns, diff_ci, goal_check, git_commit, 
                       tools_setting, verdict_blocks, verdict_text, with_ci)
 
 log = logging.getLogger(__name__)
-
-
-def deviations(cfg) -> list[str]:
-    """How this recipe departs from the paper, one sentence each."""
-    how = "LoRA" if cfg.lora else f"full fine-tuning of {cfg.model}"
-    out = [f"Fine-tuning is {how} for {cfg.train_steps} steps of {cfg.train_batch} sequences of ≤ {cfg.max_length} "
-           "tokens on a CPU, not full fine-tuning of GPT-J (6.7B) with batch 128 for up to 2,000 steps."]
-    if cfg.sampler_model and cfg.sampler_model != cfg.model:
-        out.append(f"Calls are sampled by {cfg.sampler_model} but scored and fine-tuned with {cfg.model}; "
-                   f"{PAPER_MODEL_NOTE}.")
-    if cfg.k or cfg.m:
-        out.append(f"Annotation takes k = {cfg.k or 'per tool'} positions and m = {cfg.m or 'per tool'} calls per "
-                   "position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
-    if cfg.tau_s is not None or cfg.tau_f is not None:
-        out.append(f"Thresholds τs = {cfg.tau_s if cfg.tau_s is not None else 'per tool'}, τf = "
-                   f"{cfg.tau_f if cfg.tau_f is not None else 'per tool'} for every tool (the paper: τs 0.05 and "
-                   "τf 1.0; Calculator τs 0 and τf 0.5).")
-    if cfg.eval_force_arrow:
-        out.append("The tool-trained model is also evaluated with '->' forced once a call's input is closed "
-                   "(reported beside, never in place of, the paper's decoding, which waits for the model's '->').")
-    if not cfg.references:
-        out.append("The base model and +CC are not trained or evaluated here (references off): only the "
-                   "tool-trained model with tools and with calls disabled, which is what Figure 4 compares.")
-    if cfg.lama_search:
-        out.append("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here "
-                   "it is the only tool trained, so without it LAMA would measure no tool at all.")
-    if "WikiSearch" in cfg.tools:
-        out.append("WikiSearch searches 10,033 Wikipedia lead summaries (BM25), not all of Wikipedia; the retrieval "
-                   "ceiling says how often the answer is there at all.")
-    return out
 
 
 def tool_of(cfg) -> dict[str, str]:
@@ -92,7 +63,7 @@ def collect(cfg, out: Path) -> dict:
             "tries": earlier_tries(cfg.earlier_tries),
             "pilot": _side_result(cfg.pilot_results), "qa_tool": _side_result(cfg.qa_check_results),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
-            "deviations": deviations(cfg), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
+            "deviations": deviations(to_dict(cfg)), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
             "paired 95% interval (method 10, Wilson-based, 1998)"}
 
 
@@ -365,13 +336,8 @@ def _cost_blocks(res: Mapping) -> list[R.Block]:
 # ---------------------------------------------------------------- plots and files
 def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     """Small PNGs: the four columns per task, and the funnel per task; none without matplotlib."""
-    try:
-        import matplotlib  # lazy: heavy, plots only
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # lazy: heavy, plots only
-    except ImportError:
-        log.warning("matplotlib is not installed; results have no plots (pip install matplotlib)")
+    plt = pyplot()
+    if plt is None:
         return []
 
     made = []
@@ -386,9 +352,7 @@ def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(tasks) + 2), 3.6))
     _bars(ax, tasks, series)
     ax.set_title(f"{res['recipe']}: accuracy with 95% intervals")
-    fig.tight_layout()
-    fig.savefig(folder / "accuracy.png", dpi=90)
-    plt.close(fig)
+    save(fig, folder / "accuracy.png")
     made.append(("accuracy per task and column", "accuracy.png"))
     if res["funnel"]:
         fig, ax = plt.subplots(figsize=(6, 3.4))
@@ -399,9 +363,7 @@ def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
         ax.set_ylabel("% of inputs")
         ax.set_title("tool-use funnel (tool-trained, with tools)")
         ax.legend(fontsize="small")
-        fig.tight_layout()
-        fig.savefig(folder / "funnel.png", dpi=90)
-        plt.close(fig)
+        save(fig, folder / "funnel.png")
         made.append(("tool-use funnel", "funnel.png"))
     return made
 
@@ -421,4 +383,4 @@ def write_results(cfg, out: Path, command: str) -> Path:
     return folder
 
 
-__all__ = ["write_results", "collect", "deviations", "pct", "LABEL"]
+__all__ = ["write_results", "collect", "pct", "LABEL"]

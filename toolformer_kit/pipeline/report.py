@@ -7,7 +7,7 @@ rendered by :func:`~toolformer_kit.blocks.write`; this module decides what goes 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..annotate import records as R
 from ..annotate.config import PAPER_MODEL_NOTE
@@ -53,26 +53,96 @@ def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int =
     return verdict_blocks(rows, f"{note} {text}".strip())
 
 
-def deviations(settings: dict) -> list[str]:
-    """The ways a pipeline run departs from the paper's method, one sentence each, so a reader sees
-    them before any number. ``settings`` is the pipeline's config as a mapping.
+def deviations(settings: Mapping) -> list[str]:
+    """The ways a run departs from the paper's method, one sentence each, so a reader sees them
+    before any number. ``settings`` is the run's config as a mapping (``config.to_dict``): a
+    pipeline's or an experiment's. One list of rules serves both reports; a rule speaks only of
+    settings the run has (a pipeline has no ``lora`` or ``references``).
 
     >>> deviations({"model": "smollm2-135m", "sampler_model": "smollm2-135m"})
     []
     >>> print(deviations({"model": "smollm2-135m", "sampler_model": "qwen2.5-coder-0.5b"})[0])
     Calls are sampled by qwen2.5-coder-0.5b but scored and fine-tuned with smollm2-135m; the paper samples, scores and fine-tunes with one model M (§2).
     """
-    out = []
-    model, sampler = settings.get("model", ""), settings.get("sampler_model", "")
+    return [line for rule in DEVIATION_RULES if (line := rule(settings))]
+
+
+def _fine_tuning(s: Mapping) -> str | None:
+    if "lora" not in s:
+        return None
+    how = "LoRA" if s["lora"] else f"full fine-tuning of {s['model']}"
+    return (f"Fine-tuning is {how} for {s['train_steps']} steps of {s['train_batch']} sequences of ≤ "
+            f"{s['max_length']} tokens on a CPU, not full fine-tuning of GPT-J (6.7B) with batch 128 for up to "
+            "2,000 steps.")
+
+
+def _sampler(s: Mapping) -> str | None:
+    model, sampler = s.get("model", ""), s.get("sampler_model", "")
     if sampler and sampler != model:
-        out.append(f"Calls are sampled by {sampler} but scored and fine-tuned with {model}; {PAPER_MODEL_NOTE}.")
-    if settings.get("cc_data") == "cstar":
-        out.append("+CC is fine-tuned on the texts of C* only (calls removed), not on every annotated text "
-                   "as in the paper.")
-    if settings.get("dev_source") == "wiki":
-        out.append("Dev perplexity uses Wikipedia summaries only, not held-out documents of the annotated "
-                   "corpus's own sources as in the paper.")
-    return out
+        return f"Calls are sampled by {sampler} but scored and fine-tuned with {model}; {PAPER_MODEL_NOTE}."
+    return None
+
+
+def _cc_data(s: Mapping) -> str | None:
+    if s.get("cc_data") == "cstar":
+        return "+CC is fine-tuned on the texts of C* only (calls removed), not on every annotated text as in the paper."
+    return None
+
+
+def _dev_source(s: Mapping) -> str | None:
+    if s.get("dev_source") == "wiki":
+        return ("Dev perplexity uses Wikipedia summaries only, not held-out documents of the annotated corpus's own "
+                "sources as in the paper.")
+    return None
+
+
+def _k_m(s: Mapping) -> str | None:
+    if s.get("k") or s.get("m"):
+        return (f"Annotation takes k = {s.get('k') or 'per tool'} positions and m = {s.get('m') or 'per tool'} calls "
+                "per position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
+    return None
+
+
+def _thresholds(s: Mapping) -> str | None:
+    tau_s, tau_f = s.get("tau_s"), s.get("tau_f")
+    if tau_s is None and tau_f is None:
+        return None
+    return (f"Thresholds τs = {tau_s if tau_s is not None else 'per tool'}, τf = "
+            f"{tau_f if tau_f is not None else 'per tool'} for every tool (the paper: τs 0.05 and τf 1.0; "
+            "Calculator τs 0 and τf 0.5).")
+
+
+def _forced_arrow(s: Mapping) -> str | None:
+    if s.get("eval_force_arrow"):
+        return ("The tool-trained model is also evaluated with '->' forced once a call's input is closed (reported "
+                "beside, never in place of, the paper's decoding, which waits for the model's '->').")
+    return None
+
+
+def _references(s: Mapping) -> str | None:
+    if "references" in s and not s["references"]:
+        return ("The base model and +CC are not trained or evaluated here (references off): only the tool-trained "
+                "model with tools and with calls disabled, which is what Figure 4 compares.")
+    return None
+
+
+def _lama_search(s: Mapping) -> str | None:
+    if s.get("lama_search"):
+        return ("WikiSearch may run on LAMA, which the paper forbids (LAMA's facts come from Wikipedia); here it is "
+                "the only tool trained, so without it LAMA would measure no tool at all.")
+    return None
+
+
+def _search_corpus(s: Mapping) -> str | None:
+    if "lama_search" in s and "WikiSearch" in (s.get("tools") or ()):  # runs that set how search is evaluated
+        return ("WikiSearch searches 10,033 Wikipedia lead summaries (BM25), not all of Wikipedia; the retrieval "
+                "ceiling says how often the answer is there at all.")
+    return None
+
+
+# In the order the reports print them.
+DEVIATION_RULES = (_fine_tuning, _sampler, _cc_data, _dev_source, _k_m, _thresholds, _forced_arrow, _references,
+                   _lama_search, _search_corpus)
 
 
 def deviation_blocks(settings: dict) -> list[Block]:

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..plots import pyplot, save
+
 PLOT_NAME = "training_curve.png"
 
 
@@ -26,13 +28,12 @@ def curves(log_history: Sequence[dict]) -> tuple[list[tuple[int, float]], list[t
 
 
 def plot_curves(train: Sequence[tuple[int, float]], dev: Sequence[tuple[int, float]], path: str | Path,
-                title: str = "") -> Path:
-    """Training loss (left axis) and dev perplexity (right axis) against the optimiser step."""
-    import matplotlib  # lazy: heavy, plots only
-
-    matplotlib.use("Agg")  # files only; never open a window
-    import matplotlib.pyplot as plt  # lazy: heavy, plots only
-
+                title: str = "") -> Path | None:
+    """Training loss (left axis) and dev perplexity (right axis) against the optimiser step; None
+    without matplotlib."""
+    plt = pyplot()
+    if plt is None:
+        return None
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
     if train:
         ax.plot(*zip(*train), color="tab:blue", label="training loss")
@@ -44,11 +45,7 @@ def plot_curves(train: Sequence[tuple[int, float]], dev: Sequence[tuple[int, flo
     right.set_ylabel("dev perplexity (plain text)", color="tab:red")
     ax.set_title(title or "fine-tuning on C*")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=120)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
