@@ -102,3 +102,14 @@ def test_bad_settings_get_one_clear_error(tmp_path, capsys, flags, match):
     assert cmd.main(flags + ["--out", str(tmp_path / "o"), "--results", str(tmp_path / "r")]) != 0
     assert match in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_the_report_states_the_command_from_the_settings(tmp_path, monkeypatch):
+    from toolformer_kit.pipeline import stages
+
+    monkeypatch.setattr(stages, "evaluate", lambda ecfg, runs, *a, **k: Path(ecfg.out))
+    assert cmd.main(["--rounds", "r1=runs/a", "--eval-limit", "50", "--out", str(tmp_path / "o"),
+                     "--results", str(tmp_path / "r")]) == 0
+    res = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert res["command"] == f"toolformer chaining --rounds r1=runs/a --eval-limit 50 --out {tmp_path / 'o'} --results {tmp_path / 'r'}"
+    assert res["verdict"] == "r1: nothing is evaluated yet."

@@ -12,8 +12,8 @@ results folder from the eval records without evaluating.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
-import sys
 
 from .cli import standalone
 
@@ -28,12 +28,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-only", action="store_true", help="rewrite the results from the eval records")
 
 
+def command_line(cfg) -> str:
+    """The command that reproduces a run: its settings that differ from the defaults, as flags.
+
+    >>> from toolformer_kit.evidence.chaining import ChainingConfig
+    >>> command_line(ChainingConfig(rounds=["r1=runs/a", "r2=runs/b"], budgets=[1, 2]))
+    'toolformer chaining --rounds r1=runs/a,r2=runs/b --budgets 1,2'
+    """
+    default = type(cfg)()
+    parts = ["toolformer", "chaining"]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if value != getattr(default, f.name):
+            text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+            parts += ["--" + f.name.replace("_", "-"), shlex.quote(text)]
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..config import build_config
     from ..evidence.chaining import ChainingConfig, run_chaining, write_chaining
 
     cfg = build_config(ChainingConfig, args)
-    command = "toolformer chaining " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    command = command_line(cfg)
     folder = write_chaining(cfg, command) if args.report_only else run_chaining(cfg, command)
     print(f"written to {folder}")
     return 0

@@ -165,6 +165,9 @@ def verdict(rounds: Mapping[str, Mapping]) -> str:
     parts = []
     for name, budgets in reversed(list(rounds.items())):
         more = [(int(b), c["2+ operations"]) for b, c in budgets.items() if int(b) > 1 and c["2+ operations"]["n"]]
+        if not budgets:
+            parts.append(f"{name}: nothing is evaluated yet.")
+            continue
         if not more:
             parts.append(f"{name}: only the one-call budget is evaluated.")
             continue
