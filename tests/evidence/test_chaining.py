@@ -113,3 +113,14 @@ def test_the_report_states_the_command_from_the_settings(tmp_path, monkeypatch):
     res = json.loads((tmp_path / "r" / "results.json").read_text())
     assert res["command"] == f"toolformer chaining --rounds r1=runs/a --eval-limit 50 --out {tmp_path / 'o'} --results {tmp_path / 'r'}"
     assert res["verdict"] == "r1: nothing is evaluated yet."
+
+
+@pytest.mark.slow
+def test_a_real_model_answers_under_every_budget_end_to_end(tmp_path):
+    """The real harness and decoder, the embedded Qwen as a stand-in for a round's model (it opens
+    no call without fine-tuning: the point is that every budget runs and is read back)."""
+    assert cmd.main(["--rounds", "base=qwen2.5-coder-0.5b", "--budgets", "1,2", "--tasks", "svamp",
+                     "--eval-limit", "4", "--out", str(tmp_path / "o"), "--results", str(tmp_path / "r")]) == 0
+    res = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert [res["rounds"]["base"][b]["all"]["n"] for b in ("1", "2")] == [4, 4]
+    assert (tmp_path / "o" / "eval" / "base" / "k10+calls2" / "svamp" / "examples.jsonl").is_file()
