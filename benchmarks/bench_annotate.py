@@ -122,7 +122,7 @@ def compare_filter(lm, docs, cands, limit: int) -> dict:
     The two alternate document by document, so that both see the same machine load (this machine
     is shared and noisy; timing one whole method after the other let load changes pose as speed).
     """
-    from toolformer_kit.annotate.filter import BatchedScorer, naive_losses, score_candidates
+    from toolformer_kit.annotate.scoring import BatchedScorer, naive_losses, score_candidates
     from toolformer_kit.annotate.positions import LEAD
 
     pool = whole_documents([c for c in cands if c.scorable], limit)
@@ -156,7 +156,7 @@ def compare_filter(lm, docs, cands, limit: int) -> dict:
 
 def _naive_tokens(lm, doc, cand) -> int:
     """Tokens the naive reference runs for one candidate: three full passes."""
-    from toolformer_kit.annotate.filter import call_prefix, document_start
+    from toolformer_kit.annotate.scoring import call_prefix, document_start
 
     start = len(getattr(lm, "bos_ids", ())) + len(document_start(lm)) + len(doc)
     return 3 * start + len(call_prefix(lm, cand.call.with_result(""))) + len(call_prefix(lm, cand.call))
@@ -314,7 +314,8 @@ def rescored_agreement(lm, docs, ref_cands, margin: float) -> dict:
 
     import numpy as np
 
-    from toolformer_kit.annotate.filter import BatchedScorer, decision_flips, score_candidates
+    from toolformer_kit.annotate.filter import decision_flips
+    from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
 
     ref = [c for c in ref_cands if c.score is not None]

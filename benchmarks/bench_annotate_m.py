@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_annotate import flop_model, rooflines  # noqa: E402
 
 from toolformer_kit.annotate.config import AnnotateConfig  # noqa: E402
-from toolformer_kit.annotate.filter import BatchedScorer, score_candidates  # noqa: E402
+from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates  # noqa: E402
 from toolformer_kit.annotate.positions import LEAD  # noqa: E402
 from toolformer_kit.annotate.stages import ShardAnnotator, ShardStats  # noqa: E402
 from toolformer_kit.files import write_atomic  # noqa: E402

@@ -36,7 +36,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from toolformer_kit.annotate.filter import BatchedScorer, Request  # noqa: E402
+from toolformer_kit.annotate.scoring import BatchedScorer, Request  # noqa: E402
 from toolformer_kit.decode.config import DecodeConfig  # noqa: E402
 from toolformer_kit.decode.hf import ToolAwareDecoder  # noqa: E402
 from toolformer_kit.lm.base import SamplingConfig  # noqa: E402

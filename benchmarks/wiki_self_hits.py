@@ -25,7 +25,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from toolformer_kit.annotate import records as R
-    from toolformer_kit.annotate.filter import BatchedScorer, score_candidates
+    from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.lm.base import load_lm
     from toolformer_kit.tools import get_tool

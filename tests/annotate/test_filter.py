@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from toolformer_kit.annotate import records as R
-from toolformer_kit.annotate.filter import (BatchedScorer, Request, document_start, filter_scores, naive_losses,
-                                            score_candidates, weighted_loss, weights)
+from toolformer_kit.annotate.filter import filter_scores, weighted_loss, weights
+from toolformer_kit.annotate.scoring import BatchedScorer, Request, document_start, naive_losses, score_candidates
 from toolformer_kit.calls import ToolCall
 
 

@@ -87,7 +87,7 @@ MARGIN = 0.15  # τf ± this: bf16 may decide either way (measured here: |Δscor
 
 def filter_scores_of(lm):
     """L⁻ − L⁺ of every CALLS candidate, and all their losses, through the batched scorer."""
-    from toolformer_kit.annotate.filter import BatchedScorer, Request, call_prefix
+    from toolformer_kit.annotate.scoring import BatchedScorer, Request, call_prefix
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.calls import ToolCall
 

@@ -123,7 +123,7 @@ def test_same_candidates_get_the_same_decisions(vllm_lm, smollm2):
     same, except for scores within 2·ATOL of τf (where round-off may flip it)."""
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.annotate.document import Document
-    from toolformer_kit.annotate.filter import BatchedScorer, score_candidates
+    from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.annotate.stages import ShardAnnotator
     from toolformer_kit.tools import get_tool

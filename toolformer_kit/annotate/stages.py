@@ -20,7 +20,7 @@ from . import records as R
 from .config import AnnotateConfig, tool_settings
 from .document import Document
 from .execute import Executor
-from .filter import BatchedScorer, score_candidates
+from .scoring import BatchedScorer, score_candidates
 from .positions import LEAD, token_at
 from .prefilters import calculator_keep, mt_keep, mt_leaks
 from .sample import SampleStats, document_positions, sample_calls

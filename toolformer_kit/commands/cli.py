@@ -27,6 +27,7 @@ COMMANDS = {
     "experiment": "toolformer_kit.commands.experiment",
     "study": "toolformer_kit.commands.study",
     "campaign": "toolformer_kit.commands.campaign",
+    "chaining": "toolformer_kit.commands.chaining",
 }
 
 log = logging.getLogger("toolformer_kit")

@@ -80,6 +80,42 @@ def intermediates(equation: str) -> set[float]:
     return out
 
 
+def _count_ops(node: ast.AST) -> int | None:
+    """Binary arithmetic operations in a tree; None where it holds anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return 0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _count_ops(node.operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _count_ops(node.left), _count_ops(node.right)
+        return None if left is None or right is None else left + right + 1
+    return None
+
+
+def operations(equation: str) -> int | None:
+    """How many arithmetic operations the gold equation performs (each of ASDiv's steps counted,
+    units dropped), so problems can be split into one-step and multi-step ones; None when it
+    cannot be read (ASDiv's systems with unknowns, clock times, an empty equation).
+
+    >>> operations("( 41.0 - 9.0 ) - 18.0"), operations("2+4=6"), operations("3*4=12; 12+2=14")
+    (2, 1, 2)
+    >>> operations("11 (day) * 24 (hour/day) * 60 (min/hour) = 15840 (min)"), operations("x+y=216"), operations("")
+    (2, None, None)
+    """
+    total = 0
+    steps = [s for s in equation.replace("×", "*").replace("÷", "/").split(";") if s.strip()]
+    for step in steps:
+        lhs = _UNITS.sub(" ", step).partition("=")[0].strip()
+        try:
+            n = _count_ops(ast.parse(lhs, mode="eval").body)
+        except (SyntaxError, ValueError):
+            return None
+        if n is None:
+            return None
+        total += n
+    return total if steps else None
+
+
 def math_useful(result: str | None, record: Mapping) -> bool:
     """A Calculator result is useful when it is the gold answer or one of its intermediates.
 

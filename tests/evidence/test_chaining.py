@@ -1,0 +1,126 @@
+"""`toolformer chaining` (issue 31, item 3): accuracy against the call budget per round, the chain
+rate and the verdict, from synthetic eval records; the runner's plan with evaluation replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolformer_kit.commands import chaining as cmd
+from toolformer_kit.config import ConfigError
+from toolformer_kit.evidence import chaining as C
+
+ONE = "( 3.0 + 2.0 )"
+TWO = "( 25.0 - 5.0 ) / 4.0"
+
+
+def _call(inp: str, result: str, reason: str = "") -> dict:
+    return {"tool": "Calculator", "input": inp, "result": result, "reason": reason, "ok": not reason}
+
+
+def _write(out: Path, name: str, setting: str, rows: list[dict]) -> None:
+    d = out / "eval" / name / setting / "svamp"
+    d.mkdir(parents=True, exist_ok=True)
+    d.joinpath("examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _rows(n: int, right_two: int, chain: bool) -> list[dict]:
+    """n one-step problems (all right) and n two-step ones, ``right_two`` of them right; with
+    ``chain`` the two-step answers call twice, the second call on the first's result."""
+    rows = [{"id": f"a{i}", "correct": True, "meta": {"equation": ONE}, "output": "[Calculator(3 + 2) -> 5] 5",
+             "calls": [_call("3 + 2", "5")]} for i in range(n)]
+    calls = [_call("25 - 5", "20"), _call("20 / 4", "5")] if chain else [_call("25 - 5", "20")]
+    rows += [{"id": f"b{i}", "correct": i < right_two, "meta": {"equation": TWO}, "calls": calls,
+              "output": " ".join(f"[Calculator({c['input']}) -> {c['result']}]" for c in calls)} for i in range(n)]
+    return rows
+
+
+def test_chains_are_later_calls_on_earlier_results_and_a_repeated_call_is_not_one():
+    rec = {"calls": [_call("25 - 5", "20"), _call("20 / 4", "5"), _call("20 / 4", None, "repeated")]}
+    assert [(a["input"], b["input"]) for a, b in C.chains(rec)] == [("25 - 5", "20 / 4")]
+    assert len(C.ran_calls(rec)) == 2  # the loop guard's empty close ran no tool
+    assert not C.chains({"calls": [_call("3 + 2", "5"), _call("7 * 6", "42")]})
+    assert C.in_subset({"meta": {"equation": TWO}}, "2+ operations") and not C.in_subset(
+        {"meta": {"equation": ONE}}, "2+ operations") and C.in_subset({"meta": {}}, "all")
+
+
+def test_the_report_pairs_each_budget_with_one_call_and_says_whether_chains_help(tmp_path):
+    cfg = C.ChainingConfig(rounds=["round1=m1", "round2=m2"], tasks=["svamp"], out=str(tmp_path / "run"),
+                           results=str(tmp_path / "res"), budgets=[3, 1])
+    assert cfg.budgets == [1, 3]
+    run = Path(cfg.out)
+    for name in ("round1", "round2"):
+        _write(run, name, "k10", _rows(40, 8, chain=False))
+    _write(run, "round1", "k10+calls3", _rows(40, 9, chain=False))  # round 1: more calls, no chains, no gain
+    _write(run, "round2", "k10+calls3", _rows(40, 30, chain=True))  # round 2: chains, +22 of 40 on two-step
+    folder = C.write_chaining(cfg, "toolformer chaining --rounds ...")
+    res = json.loads((folder / "results.json").read_text())
+    two = res["rounds"]["round2"]["3"]["2+ operations"]
+    assert two["n"] == 40 and two["accuracy"] == 0.75 and two["chain_rate"] == 1.0 and two["chained_right"] == 30
+    assert round(two["vs_one_call"]["diff"], 2) == 0.55 and two["vs_one_call"]["diff_ci95"][0] > 0.3
+    assert res["rounds"]["round2"]["3"]["all"]["n"] == 80 and res["rounds"]["round2"]["3"]["all"]["calls_per_input"] == 1.5
+    assert res["rounds"]["round1"]["3"]["2+ operations"]["chain_rate"] == 0.0
+    assert res["verdict"].startswith("round2: up to 3 calls beat one call on problems of 2+ operations (+55.0 points")
+    assert "round1: no budget beats one call (best +2.5 points)" in res["verdict"]
+    text = (folder / "report.md").read_text()
+    assert text.index("## Verdict") < text.index("| round |") and "| round2 | 3 | 2+ operations | 40 |" in text
+    assert (folder / "budget.png").stat().st_size > 1000 and "## Example chains from evaluation" in text
+    assert all(e["round"] == "round2" for e in res["examples"]) and 0 < len(res["examples"]) <= 3
+    for key in ("command", "seed", "commit", "settings", "interval"):
+        assert key in res
+
+
+def test_the_runner_evaluates_every_round_under_every_budget_then_reports(tmp_path, monkeypatch):
+    from toolformer_kit.pipeline import stages
+
+    seen = []
+
+    def evaluate(ecfg, runs, tasks, data_dir, tools, info=None):
+        for name, model, settings in runs:
+            seen.append((name, model, [s.name for s in settings], [t.name for t in tasks], sorted(tools)))
+            for s in settings:
+                _write(Path(ecfg.out).parent, name, s.name, _rows(4, 2, chain=s.max_calls > 1))
+        return Path(ecfg.out)
+
+    monkeypatch.setattr(stages, "evaluate", evaluate)
+    rc = cmd.main(["--rounds", "r1=runs/a,r2=runs/b", "--tasks", "svamp", "--budgets", "1,2",
+                   "--out", str(tmp_path / "run"), "--results", str(tmp_path / "res")])
+    assert rc == 0
+    assert seen == [("r1", "runs/a", ["k10", "k10+calls2"], ["svamp"], ["Calculator"]),
+                    ("r2", "runs/b", ["k10", "k10+calls2"], ["svamp"], ["Calculator"])]
+    assert json.loads((tmp_path / "res" / "results.json").read_text())["rounds"]["r2"]["2"]["all"]["chain_rate"] == 0.5
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--rounds", "round1"], "must look like NAME=FOLDER"),
+    (["--rounds", "r=x", "--budgets", "2,3"], "must include 1"),
+    ([], "names no model"),
+])
+def test_bad_settings_get_one_clear_error(tmp_path, capsys, flags, match):
+    assert cmd.main(flags + ["--out", str(tmp_path / "o"), "--results", str(tmp_path / "r")]) != 0
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_report_states_the_command_from_the_settings(tmp_path, monkeypatch):
+    from toolformer_kit.pipeline import stages
+
+    monkeypatch.setattr(stages, "evaluate", lambda ecfg, runs, *a, **k: Path(ecfg.out))
+    assert cmd.main(["--rounds", "r1=runs/a", "--eval-limit", "50", "--out", str(tmp_path / "o"),
+                     "--results", str(tmp_path / "r")]) == 0
+    res = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert res["command"] == f"toolformer chaining --rounds r1=runs/a --eval-limit 50 --out {tmp_path / 'o'} --results {tmp_path / 'r'}"
+    assert res["verdict"] == "r1: nothing is evaluated yet."
+
+
+@pytest.mark.slow
+def test_a_real_model_answers_under_every_budget_end_to_end(tmp_path):
+    """The real harness and decoder, the embedded Qwen as a stand-in for a round's model (it opens
+    no call without fine-tuning: the point is that every budget runs and is read back)."""
+    assert cmd.main(["--rounds", "base=qwen2.5-coder-0.5b", "--budgets", "1,2", "--tasks", "svamp",
+                     "--eval-limit", "4", "--out", str(tmp_path / "o"), "--results", str(tmp_path / "r")]) == 0
+    res = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert [res["rounds"]["base"][b]["all"]["n"] for b in ("1", "2")] == [4, 4]
+    assert (tmp_path / "o" / "eval" / "base" / "k10+calls2" / "svamp" / "examples.jsonl").is_file()

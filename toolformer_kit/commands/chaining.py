@@ -1,0 +1,59 @@
+"""Evaluate each annotation round's fine-tuned model with up to 1, 2 and 3 calls per input on the
+maths tasks, and write results/chaining (issue 31, item 3; beyond the paper): accuracy against the
+call budget on every problem and on those whose gold equation has 2+ operations, paired against
+one call, the chain rate, and whether round 2's chains help.
+
+    toolformer chaining --rounds round1=runs/math/train-tools,round2=runs/math-r2/train-tools
+
+Re-running the same command skips the problems already answered; ``--report-only`` rewrites the
+results folder from the eval records without evaluating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+
+from .cli import standalone
+
+HELP = "accuracy against the call budget per annotation round: results/chaining (beyond the paper)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..config import add_dataclass_args
+    from ..evidence.chaining import ChainingConfig
+
+    add_dataclass_args(parser, ChainingConfig)
+    parser.add_argument("--report-only", action="store_true", help="rewrite the results from the eval records")
+
+
+def command_line(cfg) -> str:
+    """The command that reproduces a run: its settings that differ from the defaults, as flags.
+
+    >>> from toolformer_kit.evidence.chaining import ChainingConfig
+    >>> command_line(ChainingConfig(rounds=["r1=runs/a", "r2=runs/b"], budgets=[1, 2]))
+    'toolformer chaining --rounds r1=runs/a,r2=runs/b --budgets 1,2'
+    """
+    default = type(cfg)()
+    parts = ["toolformer", "chaining"]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if value != getattr(default, f.name):
+            text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+            parts += ["--" + f.name.replace("_", "-"), shlex.quote(text)]
+    return " ".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import build_config
+    from ..evidence.chaining import ChainingConfig, run_chaining, write_chaining
+
+    cfg = build_config(ChainingConfig, args)
+    command = command_line(cfg)
+    folder = write_chaining(cfg, command) if args.report_only else run_chaining(cfg, command)
+    print(f"written to {folder}")
+    return 0
+
+
+main = standalone("toolformer chaining", __doc__, add_arguments, run)
