@@ -60,8 +60,8 @@ def _ci(samples: np.ndarray) -> list[float]:
     return [float(lo), float(hi)]
 
 
-def task_averaged_paired(per_task: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]], n_resamples: int = 1000,
-                  seed: int = 0) -> dict | None:
+def task_averaged_paired(per_task: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]],
+                         n_resamples: int = 1000, seed: int = 0) -> dict | None:
     """Tools vs disabled averaged over tasks (each task weighs the same, as the paper's Figure 4
     averages its benchmarks), with bootstrap intervals that resample examples within each task,
     paired between the arms; ``off`` may be empty for a single arm. None when no task has examples.

@@ -37,10 +37,10 @@ from ..files import write_atomic
 from ..plots import pyplot, save
 from .funnel import operations
 from .results import git_commit
+from .study_results import ran_calls
 
 log = logging.getLogger(__name__)
 
-RAN = {"", "no_result", "tool_error"}  # a call's reason when the tool actually ran
 SUBSETS = ("all", "2+ operations")
 
 
@@ -90,11 +90,6 @@ class ChainingConfig:
 
 
 # ---------------------------------------------------------------- one record
-def ran_calls(record: Mapping) -> list[Mapping]:
-    """The calls of an answer that a tool actually ran, in order."""
-    return [c for c in record.get("calls", []) if c.get("reason", "") in RAN]
-
-
 def chains(record: Mapping) -> list[tuple[Mapping, Mapping]]:
     """(earlier, later) call pairs where the later call's input holds the earlier one's result.
 

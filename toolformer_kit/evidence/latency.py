@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..files import write_atomic
 from .layout import value_label
-from .study_results import LATENCY_FILE, RAN, value_records
+from .study_results import LATENCY_FILE, ran_calls, value_records
 
 
 def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
@@ -40,8 +40,7 @@ def measure_latency(tool: str, inputs: Sequence[str], n: int) -> dict:
 def tool_inputs(records: Sequence[Mapping], candidates: Path, tools: Sequence[str]) -> list[str]:
     """Inputs to time a tool on: the calls that ran while answering, then the annotation's executed
     candidates (there are hundreds of those, and only a handful of calls at eval time)."""
-    inputs = [c.get("input", "") for r in records for c in r.get("calls", [])
-              if c.get("reason", "") in RAN and c.get("tool") in tools]
+    inputs = [c.get("input", "") for r in records for c in ran_calls(r) if c.get("tool") in tools]
     if candidates.is_file():
         with candidates.open(encoding="utf-8") as fh:
             for line in fh:

@@ -19,7 +19,7 @@ from ..plots import pyplot, save
 from . import paper, results
 from .cost import clock
 from .results import git_commit, pct
-from .study_results import _stages, collect_scale, collect_sweep, signed_seconds, tool_overhead
+from .study_results import collect_scale, collect_sweep, signed_seconds, stage_seconds, tool_overhead
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def write_study(study, command: str) -> Path:
         body = _sweep_blocks(study.name, res, plots)
     m = results.machine()
     res |= {"study": study.name, "command": command, "seed": seed, "commit": git_commit(), "machine": m,
-            "settings": recorded(study), "wall_seconds": _stages(Path(study.out)),
+            "settings": recorded(study), "wall_seconds": stage_seconds(Path(study.out)),
             "interval": f"95% percentile bootstrap, {n} resamples, examples resampled within each task and "
                         "paired between tools and disabled; a family's accuracy is the mean of its tasks'"}
     write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))

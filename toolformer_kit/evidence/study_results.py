@@ -72,13 +72,18 @@ def changed_outputs(eval_folder: Path, tasks: Sequence[str], a: str, b: str, lab
     return {"answers": n, "differ": differ}
 
 
+def ran_calls(record: Mapping) -> list[Mapping]:
+    """The calls of an answer that a tool actually ran, in order."""
+    return [c for c in record.get("calls", []) if c.get("reason", "") in RAN]
+
+
 def calls_ran(records: Sequence[Mapping]) -> int:
     """Tool calls that were actually run while answering (the ones that cost time).
 
     >>> calls_ran([{"calls": [{"reason": ""}, {"reason": "closed_without_arrow"}]}, {"calls": []}])
     1
     """
-    return sum(1 for r in records for c in r.get("calls", []) if c.get("reason", "") in RAN)
+    return sum(len(ran_calls(r)) for r in records)
 
 
 def helps(stats: Mapping | None) -> bool:
@@ -130,7 +135,8 @@ def _emergence_sentence(fam: str, measured: Sequence[tuple[float, Mapping]]) -> 
     return f"{fam}: tools help from {paper.size_name(found)} on (paired interval above 0); {ref}{when}"
 
 
-def _stages(out: Path) -> dict:
+def stage_seconds(out: Path) -> dict:
+    """Wall seconds per finished step of a study run (its stages.json)."""
     path = out / "stages.json"
     return {k: v.get("seconds") for k, v in read_json(path).items()} if path.is_file() else {}
 

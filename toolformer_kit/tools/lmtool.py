@@ -60,6 +60,7 @@ class LazyLM:
     def __init__(self, model: str | None = None, env: str | None = None, lm: LanguageModel | None = None,
                  dtype: str | None = None):
         self._lm = lm
+        self.given = lm is not None  # a model handed in is what it is: no name or dtype to choose
         if lm is not None:
             self.name = str(getattr(lm, "name", "") or type(lm).__name__)
         else:
@@ -69,16 +70,17 @@ class LazyLM:
     def get(self) -> LanguageModel:
         if self._lm is None:
             try:
-                self._lm = shared_lm(self.name, self.dtype)
+                resolve_dtype(self.dtype)
             except ConfigError:
                 raise ConfigError(f"a tool's model dtype {self.dtype!r} (dtype= or ${DTYPE_ENV}) is unknown: "
                                   "use auto, fp32 or bf16") from None
+            self._lm = shared_lm(self.name, self.dtype)
         return self._lm
 
     def describe(self) -> str:
         """Model and requested dtype, for a tool's version (its cache key): a reader in another
         dtype may answer differently."""
-        return self.name if self._lm is not None else f"{self.name}|dtype={self.dtype}"
+        return self.name if self.given else f"{self.name}|dtype={self.dtype}"
 
     def complete(self, prompt: str, max_new_tokens: int = 32) -> str:
         """The model's greedy continuation of ``prompt`` up to the end of the line."""
