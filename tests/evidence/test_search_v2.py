@@ -24,3 +24,20 @@ def test_the_campaign_banks_enough_calls_with_the_recipe_s_model():
     assert camp.recipe == "search" and camp.tau_f == 1.0 and camp.target_calls >= 1000 and (camp.k, camp.m) == (5, 5)
     assert camp.model == recipe.model  # one M samples, scores and is fine-tuned
     assert camp.out == recipe.cstar_dataset and set(camp.tasks) == set(recipe.tasks)
+
+
+def test_the_funnel_counts_a_call_to_any_tool_the_task_allows_as_the_right_tool():
+    from toolformer_kit.evidence.writer import tool_of
+
+    tools = tool_of(load_recipe("search-v2"))
+    assert tools["lama-trex"] == "QA" and tools["webquestions"] == "WikiSearch"  # the paper's rules
+    assert set(tools["wiki-cloze"]) == {"WikiSearch", "QA"}  # held-out facts allow both
+
+
+def test_an_endpoint_without_a_well_formed_condition_does_not_print_one():
+    from toolformer_kit.evidence.writer import _endpoint_blocks
+
+    e = {"gain": 5, "well_formed_required": 0, "pooled_diff": 0.146, "pooled_ci95": [0.11, 0.182], "gain_met": True,
+         "well_formed": {"rate": 1.0, "well_formed": 9, "opened": 9}, "well_formed_met": True, "met": True}
+    text = _endpoint_blocks(e)[1].text
+    assert "no condition on well-formed calls" in text and "≥ 0 %" not in text and "+14.6 points" in text

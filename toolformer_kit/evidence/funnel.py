@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..eval.metrics import contains_answer, numbers_equal, parse_number
 
@@ -143,8 +143,10 @@ def search_useful(result: str | None, record: Mapping) -> bool:
 USEFUL: dict[str, Callable[[str | None, Mapping], bool]] = {"Calculator": math_useful, "WikiSearch": search_useful}
 
 
-def steps_reached(record: Mapping, right_tool: str, useful: Callable[[str | None, Mapping], bool]) -> int:
-    """How many of :data:`STEPS` one input passed, in order (0: no call opened).
+def steps_reached(record: Mapping, right_tool: str | Collection[str],
+                  useful: Callable[[str | None, Mapping], bool]) -> int:
+    """How many of :data:`STEPS` one input passed, in order (0: no call opened). ``right_tool``
+    may name several tools, for a task that allows more than one.
 
     >>> ok = {"called": True, "correct": True, "calls": [{"tool": "Calculator", "result": "8", "reason": ""}],
     ...       "answers": ["8"]}
@@ -153,13 +155,16 @@ def steps_reached(record: Mapping, right_tool: str, useful: Callable[[str | None
     >>> steps_reached({**ok, "calls": [{"tool": "Calculator", "result": None, "reason": "closed_without_arrow"}]},
     ...               "Calculator", math_useful)
     1
+    >>> steps_reached(ok, ("WikiSearch", "Calculator"), math_useful), steps_reached(ok, "WikiSearch", math_useful)
+    (5, 2)
     """
+    right = {right_tool} if isinstance(right_tool, str) else set(right_tool)
     calls = record.get("calls") or []
     if not record.get("called") or not calls:
         return 0
     call = calls[0]
     checks = (call.get("reason", "") not in MALFORMED and bool(call.get("tool")),
-              call.get("tool") == right_tool,
+              call.get("tool") in right,
               useful(call.get("result"), record),
               bool(record.get("correct")))
     n = 1
@@ -170,7 +175,7 @@ def steps_reached(record: Mapping, right_tool: str, useful: Callable[[str | None
     return n
 
 
-def funnel(records: Sequence[Mapping], right_tool: str,
+def funnel(records: Sequence[Mapping], right_tool: str | Collection[str],
            useful: Callable[[str | None, Mapping], bool] | None = None) -> dict:
     """Counts and shares (of all inputs) at each step, and the inputs without a call.
 
@@ -186,14 +191,14 @@ def funnel(records: Sequence[Mapping], right_tool: str,
     >>> f["no_call"]
     {'n': 2, 'share': 0.5, 'correct': 1, 'accuracy': 0.5}
     """
-    useful = useful or USEFUL.get(right_tool, search_useful)
+    useful = useful or (USEFUL.get(right_tool, search_useful) if isinstance(right_tool, str) else search_useful)
     reached = [steps_reached(r, right_tool, useful) for r in records]
     total = len(records)
     steps = [{"step": name, "n": sum(r > i for r in reached), "share": _share(sum(r > i for r in reached), total)}
              for i, name in enumerate(STEPS)]
     silent = [r for r, k in zip(records, reached) if k == 0]
     right = sum(bool(r.get("correct")) for r in silent)
-    return {"total": total, "tool": right_tool, "steps": steps,
+    return {"total": total, "tool": right_tool if isinstance(right_tool, str) else list(right_tool), "steps": steps,
             "no_call": {"n": len(silent), "share": _share(len(silent), total), "correct": right,
                         "accuracy": _share(right, len(silent))}}
 

@@ -99,13 +99,14 @@ def columns(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int, 
     return out
 
 
-def task_funnels(eval_folder: Path, tasks: Sequence[str], on: str, tool_of: Mapping[str, str]) -> dict[str, dict]:
+def task_funnels(eval_folder: Path, tasks: Sequence[str], on: str,
+                 tool_of: Mapping[str, str | tuple[str, ...]]) -> dict[str, dict]:
     out = {}
     for task in tasks:
         recs = load_records(eval_folder, LABEL, on, task)
         if recs:
             tool = tool_of.get(task, "")
-            out[task] = funnel(recs, tool, USEFUL.get(tool, search_useful))
+            out[task] = funnel(recs, tool, USEFUL.get(tool, search_useful) if isinstance(tool, str) else search_useful)
     return out
 
 

@@ -33,9 +33,14 @@ from .results import (COLUMNS, LABEL, columns, diff_ci, goal_check, git_commit, 
 log = logging.getLogger(__name__)
 
 
-def tool_of(cfg) -> dict[str, str]:
-    """The tool each task is judged by in the funnel: the recipe's own, for every task."""
-    return {t.name: (cfg.tools[0] if len(cfg.tools) == 1 else t.exercises) for t in eval_tasks(cfg)}
+def tool_of(cfg) -> dict[str, str | tuple[str, ...]]:
+    """The tools a task's funnel counts as right: the recipe's own; with several, those the task's
+    policy lets it call (the paper's rules: QA on LAMA, WikiSearch on the QA sets, both on held-out
+    facts), so a call to any tool the task allows is not counted as the wrong tool."""
+    def allowed(task) -> str | tuple[str, ...]:
+        tools = tuple(name for name in cfg.tools if name not in task.policy.excluded)
+        return tools[0] if len(tools) == 1 else tools or task.exercises
+    return {t.name: (cfg.tools[0] if len(cfg.tools) == 1 else allowed(t)) for t in eval_tasks(cfg)}
 
 
 def collect(cfg, out: Path) -> dict:
@@ -184,12 +189,14 @@ def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
     wf = e["well_formed"]
     rate = "no call opened" if wf["rate"] is None else f"{100 * wf['rate']:.0f} % ({wf['well_formed']} of {wf['opened']})"
     verdict = "**met**" if e["met"] else "**not met**"
+    required = e["well_formed_required"]
+    condition = (f", and ≥ {100 * required:.0f} % of opened calls well-formed (Tool(input) ->)" if required
+                 else " (no condition on well-formed calls)")
     return [R.Block("h2", "Pre-registered endpoint"),
             R.Block("p", f"Fixed in the recipe before the run: pooled tools − disabled ≥ +{e['gain']:g} points with "
-                         f"its 95 % interval above 0, and ≥ {100 * e['well_formed_required']:.0f} % of opened calls "
-                         f"well-formed (Tool(input) ->), with the paper's decoding. Result: {verdict}. Pooled "
-                         f"difference {diff} ({'met' if e['gain_met'] else 'not met'}); well-formed {rate} "
-                         f"({'met' if e['well_formed_met'] else 'not met'}).")]
+                         f"its 95 % interval above 0{condition}, with the paper's decoding. Result: {verdict}. Pooled "
+                         f"difference {diff} ({'met' if e['gain_met'] else 'not met'}); well-formed {rate}"
+                         + (f" ({'met' if e['well_formed_met'] else 'not met'})." if required else "."))]
 
 
 def _try_cells(t: Mapping) -> tuple:
