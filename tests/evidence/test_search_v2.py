@@ -41,3 +41,22 @@ def test_an_endpoint_without_a_well_formed_condition_does_not_print_one():
          "well_formed": {"rate": 1.0, "well_formed": 9, "opened": 9}, "well_formed_met": True, "met": True}
     text = _endpoint_blocks(e)[1].text
     assert "no condition on well-formed calls" in text and "≥ 0 %" not in text and "+14.6 points" in text
+
+
+def test_a_report_built_on_a_published_dataset_shows_the_card_s_kept_table(tmp_path):
+    import json
+
+    from toolformer_kit.evidence.writer import _annotation_blocks, _card_summary
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "summary.json").write_text(json.dumps({
+        "windows_annotated": 10, "windows_selected": 50, "annotation_seconds": 7200, "windows_per_hour": 5.0,
+        "scored": 40, "candidates_score_ge_0": 12, "target_calls": 8,
+        "kept": [{"tau_f": 1.0, "calls": 9, "texts": 6, "by_tool": {"QA": 7, "WikiSearch": 2}, "by_position_rank": {}}]}))
+    card = _card_summary(tmp_path)
+    blocks = _annotation_blocks({"annotation": {"from_dataset": str(tmp_path), "documents": 10, "c_star_texts": 6,
+                                                "c_star_calls": 9, "card": card}})
+    table = next(b for b in blocks if b.kind == "table")
+    assert list(table.rows) == [("1", 9, 6, "QA: 7, WikiSearch: 2")]
+    assert "2.0 h of compute" in blocks[-2].text
+    assert _card_summary(tmp_path / "missing") is None

@@ -105,13 +105,27 @@ def _annotation(out: Path) -> dict:
     manifest = out / "annotate" / "manifest.json"
     if not path.is_file() and manifest.is_file() and "from_dataset" in (m := read_json(manifest)):
         return {"documents": m["texts"], "c_star_texts": m["c_star_texts"], "c_star_calls": m["calls"],
-                "from_dataset": m["from_dataset"], "kept": {}, "tau_f": {}, "top_calls": []}
+                "from_dataset": m["from_dataset"], "kept": {}, "tau_f": {}, "top_calls": [],
+                "card": _card_summary(Path(m["from_dataset"]))}
     if not path.is_file():
         return {}
     s = read_json(path)
     return {"documents": s["corpus"]["documents"], "c_star_texts": s["c_star_texts"], "kept": kept_table_of(s),
             "c_star_calls": _c_star_calls(out / "annotate" / "corpus.jsonl"), "tau_f": s.get("tau_f", {}),
             "top_calls": s.get("top_calls", [])[:8]}
+
+
+def _card_summary(dataset: Path) -> dict | None:
+    """The published dataset's own figures (its data/summary.json, what its card is written from):
+    calls and texts at each τf, by tool, and what annotating it cost."""
+    path = dataset / "data" / "summary.json"
+    if not path.is_file():
+        return None
+    s = read_json(path)
+    keys = ("windows_annotated", "windows_selected", "annotation_seconds", "windows_per_hour", "scored",
+            "candidates_score_ge_0", "target_calls")
+    return {**{k: s.get(k) for k in keys},
+            "by_tau_f": [{k: row.get(k) for k in ("tau_f", "calls", "texts", "by_tool")} for row in s.get("kept", [])]}
 
 
 def _c_star_calls(path: Path) -> int | None:
@@ -287,6 +301,20 @@ def _funnel_blocks(res: Mapping) -> list[R.Block]:
             R.Block("table", header=header, rows=rows)]
 
 
+def _card_blocks(card: Mapping | None) -> list[R.Block]:
+    """The dataset card's headline: what was kept at each τf, and what annotating it cost."""
+    if not card or not card.get("by_tau_f"):
+        return []
+    rows = [(f"{r['tau_f']:g}", r["calls"], r["texts"], ", ".join(f"{t}: {n}" for t, n in (r.get("by_tool") or {}).items()))
+            for r in card["by_tau_f"]]
+    hours = (card.get("annotation_seconds") or 0) / 3600
+    return [R.Block("p", f"From the dataset's card: {card.get('windows_annotated')} of {card.get('windows_selected')} "
+                         f"selected windows annotated ({hours:.1f} h of compute, {card.get('windows_per_hour')} windows "
+                         f"per hour); {card.get('scored')} candidates scored, {card.get('candidates_score_ge_0')} with "
+                         f"score ≥ 0; target {card.get('target_calls')} calls after merging at the recipe's τf."),
+            R.Block("table", header=("τf", "calls after merging", "texts", "by tool"), rows=rows)]
+
+
 def _annotation_blocks(res: Mapping) -> list[R.Block]:
     a = res["annotation"]
     if not a:
@@ -296,7 +324,7 @@ def _annotation_blocks(res: Mapping) -> list[R.Block]:
                 R.Block("p", f"From the published dataset {a['from_dataset']} (its card gives how it was made): "
                              f"{a['documents']} annotated texts, {a['c_star_texts']} with a kept call, "
                              f"{a['c_star_calls']} calls after merging; this is the C* the tool-trained model "
-                             "learned from.")]
+                             "learned from.")] + _card_blocks(a.get("card"))
     taus = (0.5, 1.0, 2.0)
     kept = lambda k, t: f"{kept_at(k, t)['calls']} / {kept_at(k, t)['texts']}"  # noqa: E731
     rows = [(tool, k.get("scored", 0), *(kept(k, t) for t in taus)) for tool, k in a["kept"].items()]
