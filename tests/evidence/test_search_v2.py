@@ -60,3 +60,20 @@ def test_a_report_built_on_a_published_dataset_shows_the_card_s_kept_table(tmp_p
     assert list(table.rows) == [("1", 9, 6, "QA: 7, WikiSearch: 2")]
     assert "2.0 h of compute" in blocks[-2].text
     assert _card_summary(tmp_path / "missing") is None
+
+
+def test_base_reference_adds_the_base_model_s_column_without_training_cc(tmp_path):
+    import dataclasses
+
+    from toolformer_kit.evidence.cost import estimate
+    from toolformer_kit.evidence.run import model_runs, plan
+    from toolformer_kit.pipeline.report import deviations
+    from toolformer_kit.config import to_dict
+
+    cfg = dataclasses.replace(load_recipe("search-v2"), base_reference=True, references=False)
+    labels = [label for label, _, _ in model_runs(cfg, tmp_path)]
+    assert labels == ["base", "toolformer"] and "train (+CC)" not in [s for s, _, _ in plan(cfg, tmp_path, "")]
+    without = dataclasses.replace(cfg, base_reference=False)
+    assert [label for label, _, _ in model_runs(without, tmp_path)] == ["toolformer"]
+    assert estimate(cfg, False)["evaluate"] > estimate(without, False)["evaluate"]
+    assert any("+CC is not trained" in d for d in deviations(to_dict(cfg)))

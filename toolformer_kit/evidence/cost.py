@@ -123,7 +123,7 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
     sizes = RETRIEVABLE if getattr(cfg, "eval_subset", "all") == "retrievable" else SMALL_TASKS
     examples = [min(cfg.eval_limit, sizes.get(t, cfg.eval_limit)) for t in cfg.tasks]
     per = [r["eval"]["math" if t in MATH_TASKS else "qa"] for t in cfg.tasks]
-    runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else REFERENCE_RUNS)
+    runs = EVAL_RUNS + cfg.eval_force_arrow - (0 if cfg.references else REFERENCE_RUNS - getattr(cfg, "base_reference", False))
     evaluate = runs * sum(n * s for n, s in zip(examples, per)) / eval_speedup(cfg.eval_batch) + MODEL_LOADS * r["load"]
     annotate = 0.0 if getattr(cfg, "cstar_dataset", "") else annotate_seconds(cfg, r)  # a dataset is copied
     if bf16_pays() if bf16 is None else bf16:

@@ -84,6 +84,9 @@ class ExperimentConfig:
                                        "is closed (setting k10+arrow), reported beside the paper's decoding")
     references: bool = _f(True, "train +CC and evaluate the base model and +CC, the paper's reference columns "
                                 "(the scale study reads only tools vs disabled and turns them off)")
+    base_reference: bool = _f(False, "without references, still evaluate the base model with calls disabled: no "
+                                      "training, one short column (is tools vs disabled only the trained model "
+                                      "losing without its calls?)", added=True)
     lama_search: bool = _f(False, "let WikiSearch run on LAMA (the paper disables it there; stated as a deviation)")
     ceiling: bool = _f(False, "measure the retrieval ceiling and report accuracies on the retrievable subset")
     eval_subset: str = _f("all", "examples evaluated: all (eval_limit of each task) or retrievable (only those whose "

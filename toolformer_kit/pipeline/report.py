@@ -121,6 +121,9 @@ def _forced_arrow(s: Mapping) -> str | None:
 
 def _references(s: Mapping) -> str | None:
     if "references" in s and not s["references"]:
+        if s.get("base_reference"):
+            return ("+CC is not trained or evaluated here (references off): the tool-trained model with tools and "
+                    "with calls disabled, which is what Figure 4 compares, and the base model with calls disabled.")
         return ("The base model and +CC are not trained or evaluated here (references off): only the tool-trained "
                 "model with tools and with calls disabled, which is what Figure 4 compares.")
     return None
