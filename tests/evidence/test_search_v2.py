@@ -77,3 +77,25 @@ def test_base_reference_adds_the_base_model_s_column_without_training_cc(tmp_pat
     assert [label for label, _, _ in model_runs(without, tmp_path)] == ["toolformer"]
     assert estimate(cfg, False)["evaluate"] > estimate(without, False)["evaluate"]
     assert any("+CC is not trained" in d for d in deviations(to_dict(cfg)))
+
+
+def test_against_base_pairs_the_tool_model_with_the_base_model_per_task_and_pooled(tmp_path):
+    import json
+
+    from toolformer_kit.eval.verdict import RECORDS
+    from toolformer_kit.evidence.results import LABEL, against_base
+
+    def write(label, setting, task, correct):
+        folder = tmp_path / label / setting / task
+        folder.mkdir(parents=True)
+        (folder / RECORDS).write_text("".join(json.dumps({"id": str(i), "correct": c, "called": label == LABEL}) + "\n"
+                                              for i, c in enumerate(correct)))
+
+    write(LABEL, "k10", "a", [True, True, False, True])
+    write("base", "disabled", "a", [False, True, False, False])
+    write(LABEL, "k10", "b", [True, False])
+    write("base", "disabled", "b", [True, False])
+    rows = against_base(tmp_path, ["a", "b"], "k10")
+    assert [r["task"] for r in rows] == ["a", "b", "pooled"]
+    assert rows[0]["n"] == 4 and round(rows[0]["diff"], 2) == 0.5 and rows[2]["n"] == 6
+    assert against_base(tmp_path, ["a"], "k3") == []  # no tool column: nothing to pair

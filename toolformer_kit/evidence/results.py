@@ -99,6 +99,23 @@ def columns(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples: int, 
     return out
 
 
+def against_base(eval_folder: Path, tasks: Sequence[str], on: str) -> list[dict]:
+    """The tool-trained model with tools vs the base model with calls disabled, paired per task and
+    pooled: whether the gain over the model's own disabled column is also a gain over the model it
+    started from (a tool-trained model could merely lose without its calls). Empty without a base
+    column. ``tools``/``disabled`` in each row are the tool-trained model and the base model."""
+    rows, on_all, off_all = [], [], []
+    for task in tasks:
+        a, b = load_records(eval_folder, LABEL, on, task), load_records(eval_folder, "base", "disabled", task)
+        if a and b:
+            rows.append({"task": task, **paired(a, b)})
+            on_all += [{**r, "id": f"{task}/{r['id']}"} for r in a]
+            off_all += [{**r, "id": f"{task}/{r['id']}"} for r in b]
+    if len(rows) > 1:
+        rows.append({"task": "pooled", **paired(on_all, off_all)})
+    return rows
+
+
 def task_funnels(eval_folder: Path, tasks: Sequence[str], on: str,
                  tool_of: Mapping[str, str | tuple[str, ...]]) -> dict[str, dict]:
     out = {}

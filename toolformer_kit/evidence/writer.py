@@ -61,6 +61,7 @@ def collect(cfg, out: Path) -> dict:
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "endpoint": endpoint, "probe": read_json(out / "probe.json") if (out / "probe.json").is_file()
             else None, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
+            "against_base": results.against_base(folder, cfg.tasks, on),
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
             "training": _training(out),
             "wall_seconds": {k: v.get("seconds") for k, v in stages.items()}, "estimated_seconds": estimate(cfg),
@@ -252,7 +253,7 @@ def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Bloc
     blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
-    blocks += _columns_blocks(res) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
+    blocks += _columns_blocks(res) + _base_blocks(res.get("against_base")) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
     blocks += _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
     m = res["machine"]
@@ -287,6 +288,18 @@ def _columns_blocks(res: Mapping) -> list[R.Block]:
             R.Block("p", "Base model, +CC (fine-tuned on the same texts without calls), and the tool-trained model "
                          "with calls disabled and with tools (the paper's Tables 3–7); accuracy % [95% CI]."),
             R.Block("table", header=header, rows=rows)]
+
+
+def _base_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
+    if not rows:
+        return []
+    body = [(r["task"], r["n"], with_ci(r["tools"]), with_ci(r["disabled"]), diff_ci(r)) for r in rows]
+    return [R.Block("h2", "Against the base model"),
+            R.Block("p", "The tool-trained model with tools vs the model it was fine-tuned from, calls disabled, on the "
+                         "same examples (not pre-registered; it says whether the gain over calls disabled is also a "
+                         "gain over the untrained model); accuracy % [95% CI], paired difference in points."),
+            R.Block("table", header=("task", "n", "tool-trained, tools % [95% CI]", "base % [95% CI]",
+                                     "tools − base, paired [95% CI]"), rows=body)]
 
 
 def _funnel_blocks(res: Mapping) -> list[R.Block]:
