@@ -397,6 +397,7 @@ def plot(res: Mapping, folder: Path) -> list[tuple[str, str]]:
     if arrow:  # the forced-arrow decoding as a fifth bar, beside (never instead of) the paper's
         series["tool-trained, tools, '->' forced"] = [((arrow.get(t) or {}).get("accuracy"),
                                                        (arrow.get(t) or {}).get("ci95")) for t in tasks]
+    series = {n: v for n, v in series.items() if any(acc is not None for acc, _ in v)}  # a column not run: no bar
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(tasks) + 2), 3.6))
     _bars(ax, tasks, series)
     ax.set_title(f"{res['recipe']}: accuracy with 95% intervals")
