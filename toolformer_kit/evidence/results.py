@@ -23,7 +23,7 @@ from ..eval.probe import WELL_FORMED
 from ..eval.verdict import (LABEL, accuracy, diff_ci, headline_rows, headline_table, load_records, paired,  # noqa: F401
                             pct, pooled_row, tools_setting, verdict_blocks, with_ci)
 from ..lm.base import matmul_gflops
-from .funnel import USEFUL, funnel, search_useful, weakest_step
+from .funnel import funnel, weakest_step
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,7 @@ def task_funnels(eval_folder: Path, tasks: Sequence[str], on: str,
     for task in tasks:
         recs = load_records(eval_folder, LABEL, on, task)
         if recs:
-            tool = tool_of.get(task, "")
-            out[task] = funnel(recs, tool, USEFUL.get(tool, search_useful) if isinstance(tool, str) else search_useful)
+            out[task] = funnel(recs, tool_of.get(task, ""))  # funnel picks the usefulness test for the tool(s)
     return out
 
 
