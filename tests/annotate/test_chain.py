@@ -70,6 +70,11 @@ def test_round_two_samples_outside_the_calls_and_keeps_a_chain(tmp_path, round1)
     assert t1["round"] == 2 and t1["earlier_calls"] == first["t1"]["calls"]
     assert strip_calls(t1["text"]) == t1["original"] == TEXTS[1]
     assert summary["chains"] == {"Calculator": {"kept": sum(len(r["calls"]) for r in second.values()), "chain": 1}}
+    training = read(out / "training.jsonl")  # the next model's data: every text, this round's calls where kept
+    assert [r["id"] for r in training] == list(first) and training[1]["text"] == t1["text"]
+    assert all(r["text"] == (second[r["id"]] if r["id"] in second else first[r["id"]])["text"] for r in training)
+    assert "training.jsonl" in json.loads((out / "manifest.json").read_text())["files"]
+    assert not (tmp_path / "r1" / "training.jsonl").exists()  # a first round's C* is already what it trains on
     from toolformer_kit.commands.annotate import format_summary
 
     assert "Calculator: 1 of" in format_summary(summary)

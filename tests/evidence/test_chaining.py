@@ -62,6 +62,11 @@ def test_the_report_pairs_each_budget_with_one_call_and_says_whether_chains_help
     assert round(two["vs_one_call"]["diff"], 2) == 0.55 and two["vs_one_call"]["diff_ci95"][0] > 0.3
     assert res["rounds"]["round2"]["3"]["all"]["n"] == 80 and res["rounds"]["round2"]["3"]["all"]["calls_per_input"] == 1.5
     assert res["rounds"]["round1"]["3"]["2+ operations"]["chain_rate"] == 0.0
+    later = res["rounds"]["round2"]["3"]["2+ operations"]["vs_first_round"]  # 30 against round 1's 9 of 40
+    assert later["n"] == 40 and round(later["diff"], 3) == 0.525 and later["diff_ci95"][0] > 0.3
+    assert "vs_first_round" not in res["rounds"]["round1"]["3"]["2+ operations"]
+    assert "round2 against round1 on problems of 2+ operations: +0.0 [" in res["verdict"]
+    assert "+52.5 [" in res["verdict"].split("round2 against round1")[1]
     assert res["verdict"].startswith("round2: up to 3 calls beat one call on problems of 2+ operations (+55.0 points")
     assert "round1: no budget beats one call (best +2.5 points)" in res["verdict"]
     text = (folder / "report.md").read_text()
@@ -70,6 +75,26 @@ def test_the_report_pairs_each_budget_with_one_call_and_says_whether_chains_help
     assert all(e["round"] == "round2" for e in res["examples"]) and 0 < len(res["examples"]) <= 3
     for key in ("command", "seed", "commit", "settings", "interval"):
         assert key in res
+
+
+def test_the_report_says_what_each_round_was_trained_on_and_the_chains_in_it(tmp_path):
+    data = tmp_path / "r2.jsonl"
+    chained = "Of 25, 5 left: [Calculator(25 - 5) -> 20] 20 in 4 groups, [Calculator(20 / 4) -> 5] 5 each."
+    data.write_text(json.dumps({"text": chained}) + "\n" + json.dumps({"text": "It is [Calculator(3 + 2) -> 5] 5."}) + "\n")
+    model = tmp_path / "m2"
+    model.mkdir()
+    (model / "train_summary.json").write_text(json.dumps({"best_step": 48, "config": {"data": str(data), "max_steps": 96}}))
+    cfg = C.ChainingConfig(rounds=["round1=qwen2.5-coder-0.5b", f"round2={model}"], tasks=["svamp"],
+                           out=str(tmp_path / "run"), results=str(tmp_path / "res"), budgets=[1])
+    for name in ("round1", "round2"):
+        _write(Path(cfg.out), name, "k10", _rows(4, 2, chain=False))
+    res = json.loads((C.write_chaining(cfg, "cmd") / "results.json").read_text())
+    assert res["training"]["round1"] == {}  # an embedded model: no summary, nothing claimed
+    t = res["training"]["round2"]
+    assert (t["texts"], t["calls"], t["texts_with_chain"], t["chain_pairs"], t["best_step"]) == (2, 3, 1, 1, 48)
+    text = (tmp_path / "res" / "report.md").read_text()
+    assert "## What each round's model was fine-tuned on" in text and "48 of 96" in text
+    assert "[round2 training text] [Calculator(25 - 5) -> 20] 20 in 4 groups, [Calculator(20 / 4) -> 5]" in text
 
 
 def test_the_runner_evaluates_every_round_under_every_budget_then_reports(tmp_path, monkeypatch):

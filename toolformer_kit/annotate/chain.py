@@ -125,6 +125,20 @@ def next_round(rec: dict, doc: Document, calls: Sequence) -> dict:
     return rec
 
 
+def text_chains(text: str) -> list[tuple]:
+    """(earlier, later) calls written in ``text`` where the later call's input holds the earlier
+    one's result: the chains a model fine-tuned on the text sees, whichever round wrote them.
+
+    >>> t = "Of 25, 5 left: [Calculator(25 - 5) -> 20] 20, in 4 groups: [Calculator(20 / 4) -> 5] 5 each."
+    >>> [(a.call.input, b.call.input) for a, b in text_chains(t)]
+    [('25 - 5', '20 / 4')]
+    >>> text_chains("[Calculator(3 + 2) -> 5] 5 and [Calculator(7 * 6) -> 42] 42")
+    []
+    """
+    calls = find_calls(text)
+    return [(a, b) for j, b in enumerate(calls) for a in calls[:j] if uses_result(b.call.input, a.call.result)]
+
+
 def chain_counts(cstar: Sequence[dict]) -> dict:
     """Per tool, the new calls kept in a later round and how many of them are chains.
 

@@ -7,6 +7,8 @@
     shards/shard-00000.json    that shard's counts and timings
     candidates.jsonl           all shard logs, in order (every candidate, kept or not, with scores)
     corpus.jsonl               C*: texts with at least one kept call, calls written in
+    training.jsonl             a later round (--keep-calls) only: every text, with this round's kept
+                               calls written in where kept: what the next model is fine-tuned on
     summary.json               counts per tool, kept counts per τf, top calls, timings
     manifest.json              written last: its presence means the run is complete
 
@@ -38,7 +40,7 @@ from .build import build_annotator, load_models, resolve_tools, tool_cache
 from .config import ADDED_AT_DEFAULT, NON_SEMANTIC, AnnotateConfig
 from .chain import chain_counts, round_documents
 from .corpus import ReadReport, read_corpus, windowed
-from .merge import build_corpus
+from .merge import build_corpus, every_text
 from .ray_engine import run_shards_ray
 from .stages import ShardAnnotator
 from .summary import summarize
@@ -46,7 +48,7 @@ from .summary import summarize
 log = logging.getLogger(__name__)
 FORMAT = "toolformer-kit annotate v1"
 OUTPUTS = ("shards", "run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "corpus.parquet",
-           "summary.json", "manifest.json")
+           "training.jsonl", "summary.json", "manifest.json")
 
 
 def _sha256(path: Path) -> str:
@@ -278,15 +280,25 @@ class Runner:
                             {name: s.tau_f for name, s in self._settings.items()})
         if self.cfg.keep_calls:
             summary["chains"] = chain_counts(cstar)
+            self._write_training(docs, cstar)
         summary["wall_seconds_this_session"] = round(seconds, 2)
         summary["shards_resumed"] = resumed
         write_atomic(self.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
-        files = ["run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "summary.json"] + (["corpus.parquet"] if self.cfg.parquet else [])
+        files = (["run.json", "candidates.jsonl", "documents.jsonl", "corpus.jsonl", "summary.json"]
+                 + (["corpus.parquet"] if self.cfg.parquet else []) + (["training.jsonl"] if self.cfg.keep_calls else []))
         manifest = {"format": FORMAT, "settings": to_dict(self.cfg), "documents": len(docs),
                     "shards": len(stats), "c_star_texts": len(cstar),
                     "files": {f: {"sha256": _sha256(self.out / f), "bytes": (self.out / f).stat().st_size} for f in files}}
         write_atomic(self.out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
         return summary
+
+    def _write_training(self, docs, cstar) -> None:
+        """A later round's whole corpus for the next fine-tuning: every text of the earlier C*
+        (calls kept), with this round's kept calls written in where it has some, in corpus order
+        (C* alone holds only the texts that gained a call)."""
+        rows = every_text([_doc_row(d) for d in docs], cstar)
+        write_atomic(self.out / "training.jsonl", "".join(json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False)
+                                                          + "\n" for r in rows))
 
     def _write_parquet(self, records) -> None:
         try:

@@ -10,11 +10,13 @@ on every problem and on those whose gold equation has two or more operations
 
 * accuracy with a Wilson interval, and the paired difference to the same model at budget 1
   (Newcombe's interval: the same problems, answered twice);
+* the later rounds against the first, paired at each budget (the same problems);
 * how many calls ran per input, and the **chain rate**: the share of inputs where a later call's
   input holds an earlier call's result (:func:`~toolformer_kit.annotate.chain.uses_result`, the
   definition C* uses), and how often such a chained answer is right.
 
-The verdict says whether round 2 adds chains that help, or only more calls. Every number is
+Beside them, what each round's model was fine-tuned on (read from its ``train_summary.json``):
+how many of its training texts hold a chain, with examples. The verdict says whether round 2 adds chains that help, or only more calls. Every number is
 recomputed from the per-example eval records in ``out/eval``.
 """
 
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from .. import blocks as R
-from ..annotate.chain import uses_result
+from ..annotate.chain import text_chains, uses_result
+from ..calls import find_calls, strip_calls
 from ..config import ConfigError, config_field as _f, stage_field, to_dict
 from ..eval.config import EvalConfig, default_data_dir
 from ..eval.metrics import mean, wilson_ci
@@ -127,22 +130,85 @@ def cell(records: Sequence[Mapping], base: Sequence[Mapping]) -> dict:
             "chained": len(chained), "chained_right": sum(bool(r["correct"]) for r in chained)}
 
 
+def against(records: Sequence[Mapping], first: Sequence[Mapping]) -> dict:
+    """A later round against the first round at the same budget, paired on the problems both answered."""
+    p = paired(records, first)
+    return {k: p[k] for k in ("n", "diff", "diff_ci95")}
+
+
 def collect(cfg: ChainingConfig) -> dict:
-    """Per round, budget and subset: the cell, from the eval records in ``cfg.out/eval``."""
+    """Per round, budget and subset: the cell, from the eval records in ``cfg.out/eval``; each
+    later round also against the first."""
     folder = Path(cfg.out) / "eval"
-    out: dict = {"rounds": {}, "examples": []}
-    for name in cfg.model_of():
+    out: dict = {"rounds": {}, "examples": [], "training": {}}
+    first: dict | None = None
+    seen: set = set()  # chains in the training data of the rounds so far
+    for name, model in cfg.model_of().items():
         per_budget = {s.max_calls: [r for t in cfg.tasks for r in load_records(folder, name, s.name, t)]
                       for s in cfg.settings()}
-        base = per_budget[1]
-        out["rounds"][name] = {
-            str(b): {sub: cell([r for r in recs if in_subset(r, sub)], [r for r in base if in_subset(r, sub)])
-                     for sub in SUBSETS} for b, recs in per_budget.items() if recs}
+        out["rounds"][name] = {str(b): _cells(recs, per_budget[1], None if first is None else first.get(b, []))
+                               for b, recs in per_budget.items() if recs}
+        first = per_budget if first is None else first
         out["examples"] += [{"round": name, "budget": b, "id": r["id"], "output": r.get("output", ""),
                              "correct": bool(r["correct"])} for b, recs in per_budget.items() for r in recs
                             if chains(r)][:3]
+        out["training"][name] = training_of(model, seen)
     out["verdict"] = verdict(out["rounds"])
     return out
+
+
+def _cells(recs: Sequence[Mapping], base: Sequence[Mapping], first: Sequence[Mapping] | None) -> dict:
+    """Each subset's cell; ``first`` (the first round at this budget) adds ``vs_first_round``."""
+    out = {}
+    for sub in SUBSETS:
+        mine = [r for r in recs if in_subset(r, sub)]
+        out[sub] = cell(mine, [r for r in base if in_subset(r, sub)])
+        if first is not None:
+            out[sub]["vs_first_round"] = against(mine, [r for r in first if in_subset(r, sub)])
+    return out
+
+
+def training_of(model: str, seen: set | None = None) -> dict:
+    """What a round's model was fine-tuned on, from its ``train_summary.json``: the data file and
+    the chains written in its texts (:func:`data_chains`; ``seen``, the chains of the rounds
+    before, tells the new ones), the kept step and the dev curve. Empty where the folder has no
+    summary (an embedded model, or a model trained elsewhere)."""
+    path = Path(model) / "train_summary.json"
+    if not path.is_file():
+        return {}
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    config = summary.get("config") or {}
+    data = Path(config.get("data") or "")
+    out = {"data": str(data), "best_step": summary.get("best_step"), "steps": config.get("max_steps"),
+           "evaluations": summary.get("evaluations"), "wall_time_s": summary.get("wall_time_s"),
+           "hyperparameters": summary.get("hyperparameters")}
+    if data.is_file():
+        texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out |= data_chains(texts, seen if seen is not None else set())
+    return out
+
+
+def data_chains(texts: Sequence[str], seen: set, n_examples: int = 3) -> dict:
+    """Chains written in training texts: how many texts hold one, how many pairs, how many are new
+    (not in ``seen``, which gains them), and the first ``n_examples`` new ones as the stretch of
+    text from the earlier call to the later.
+
+    >>> t = "Of 25, 5 left: [Calculator(25 - 5) -> 20] 20 in 4 groups, [Calculator(20 / 4) -> 5] 5 each."
+    >>> seen = set()
+    >>> d = data_chains([t, "No call."], seen)
+    >>> d["texts"], d["texts_with_chain"], d["chain_pairs"], d["new_chain_pairs"], d["calls"]
+    (2, 1, 1, 1, 2)
+    >>> d["examples"][0]
+    '[Calculator(25 - 5) -> 20] 20 in 4 groups, [Calculator(20 / 4) -> 5]'
+    >>> data_chains([t], seen)["new_chain_pairs"]  # the next round wrote no other chain
+    0
+    """
+    found = [(t, pair, (strip_calls(t), pair[0].call, pair[1].call)) for t in texts for pair in text_chains(t)]
+    new = [(t, (a, b)) for t, (a, b), key in found if key not in seen]
+    seen.update(key for *_, key in found)
+    return {"texts": len(texts), "calls": sum(len(find_calls(t)) for t in texts),
+            "texts_with_chain": len({t for t, *_ in found}), "chain_pairs": len(found), "new_chain_pairs": len(new),
+            "examples": [t[a.start: b.end] for t, (a, b) in new[:n_examples]]}
 
 
 def verdict(rounds: Mapping[str, Mapping]) -> str:
@@ -157,6 +223,7 @@ def verdict(rounds: Mapping[str, Mapping]) -> str:
     """
     if not rounds:
         return "Nothing is evaluated yet."
+    first = next(iter(rounds))
     parts = []
     for name, budgets in reversed(list(rounds.items())):
         more = [(int(b), c["2+ operations"]) for b, c in budgets.items() if int(b) > 1 and c["2+ operations"]["n"]]
@@ -174,7 +241,26 @@ def verdict(rounds: Mapping[str, Mapping]) -> str:
                          f"{pct(best['chain_rate'])} % of them.")
         else:
             parts.append(f"{name}: no budget beats one call (best {pct(d['diff'] or 0, signed=True)} points).")
-    return " ".join(parts)
+    return " ".join(parts + [s for name, budgets in rounds.items() if (s := against_first(name, budgets, first))])
+
+
+def against_first(name: str, budgets: Mapping[str, Mapping], first: str) -> str:
+    """A later round against the first on the 2+ operation problems, one clause per budget.
+
+    >>> c = lambda d: {"2+ operations": {"vs_first_round": {"n": 9, "diff": d, "diff_ci95": [d - 0.1, d + 0.1]}}}
+    >>> against_first("round2", {"1": c(0.05), "3": c(0.2)}, "round1")
+    'round2 against round1 on problems of 2+ operations: +5.0 [-5.0, +15.0] points with one call, +20.0 [+10.0, +30.0] with up to 3.'
+    >>> against_first("round1", {"1": {"2+ operations": {}}}, "round1")
+    ''
+    """
+    clauses = [(int(b), c["2+ operations"]["vs_first_round"]) for b, c in budgets.items()
+               if (c["2+ operations"].get("vs_first_round") or {}).get("diff") is not None]
+    if not clauses:
+        return ""
+    said = [f"{diff_ci(d)}" + (" points with one call" if b == 1 else f" with up to {b}") for b, d in sorted(clauses)]
+    return f"{name} against {first} on problems of 2+ operations: " + ", ".join(said) + "."
+
+
 
 
 # ---------------------------------------------------------------- running and writing
@@ -210,22 +296,45 @@ def write_chaining(cfg: ChainingConfig, command: str) -> Path:
 
 def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
     rows = [[name, b, sub, c["n"], with_ci(c), diff_ci(c["vs_one_call"]) if int(b) > 1 else "–",
-             pct(c["call_rate"]), f"{c['calls_per_input']:.2f}" if c["calls_per_input"] is not None else "–",
+             diff_ci(c.get("vs_first_round")), pct(c["call_rate"]),
+             f"{c['calls_per_input']:.2f}" if c["calls_per_input"] is not None else "–",
              pct(c["chain_rate"]), f"{c['chained_right']} / {c['chained']}"]
             for name, budgets in res["rounds"].items() for b, subs in budgets.items() for sub, c in subs.items()]
+    first = next(iter(res["rounds"]), "the first round")
     blocks = [R.Block("h1", "Chained calls: accuracy against the call budget, per annotation round"),
               R.Block("h2", "Verdict"), R.Block("p", res["verdict"]),
               R.Block("table", header=["round", "calls allowed", "problems", "n", "accuracy % [95% CI]",
-                                       "vs one call [95% CI]", "calls %", "calls per input", "chains %",
-                                       "chained answers right"], rows=rows)]
+                                       "vs one call [95% CI]", f"vs {first} [95% CI]", "calls %", "calls per input",
+                                       "chains %", "chained answers right"], rows=rows)]
     if plot:
         blocks.append(R.Block("img", "accuracy against the call budget, per round", path=plot))
+    blocks += training_blocks(res.get("training") or {})
     if res["examples"]:
         blocks += [R.Block("h2", "Example chains from evaluation")]
         blocks += [R.Block("code", f"[{e['round']}, up to {e['budget']} calls, {e['id']}, "
                                    f"{'right' if e['correct'] else 'wrong'}] {e['output']}") for e in res["examples"]]
     blocks += [R.Block("h2", "Settings"), R.Block("code", res["command"]),
                R.Block("p", f"Seed {res['seed']}; commit {res['commit']}. Intervals: {res['interval']}.")]
+    return blocks
+
+
+def training_blocks(training: Mapping[str, Mapping]) -> list[R.Block]:
+    """What each round's model learned from: its data, the chains written in it, the kept step."""
+    known = {name: t for name, t in training.items() if t}
+    if not known:
+        return []
+    rows = [[name, t["data"], t.get("texts", "–"), t.get("calls", "–"), t.get("texts_with_chain", "–"),
+             t.get("chain_pairs", "–"), t.get("new_chain_pairs", "–"), f"{t.get('best_step')} of {t.get('steps')}"]
+            for name, t in known.items()]
+    blocks = [R.Block("h2", "What each round's model was fine-tuned on"),
+              R.Block("p", "A chain here is a call written in the text whose input holds the result of a call "
+                           "written before it (the same test as in evaluation); new: not in an earlier round's "
+                           "data. Examples: the first new chains of each round's data, from the earlier call "
+                           "to the later."),
+              R.Block("table", header=["round", "training data", "texts", "calls", "texts with a chain",
+                                       "chained pairs", "new pairs", "kept step"], rows=rows)]
+    for name, t in known.items():
+        blocks += [R.Block("code", f"[{name} training text] {e}") for e in t.get("examples", [])]
     return blocks
 
 
