@@ -53,7 +53,10 @@ def test_the_report_pairs_each_budget_with_one_call_and_says_whether_chains_help
     run = Path(cfg.out)
     for name in ("round1", "round2"):
         _write(run, name, "k10", _rows(40, 8, chain=False))
-    _write(run, "round1", "k10+calls3", _rows(40, 9, chain=False))  # round 1: more calls, no chains, no gain
+    repeats = _rows(40, 9, chain=False)  # round 1: more calls, no chains, no gain; half its two-step answers repeat
+    for r in repeats[40:60]:
+        r["calls"] = r["calls"] + [_call("25 - 5", None, "repeated")]
+    _write(run, "round1", "k10+calls3", repeats)
     _write(run, "round2", "k10+calls3", _rows(40, 30, chain=True))  # round 2: chains, +22 of 40 on two-step
     folder = C.write_chaining(cfg, "toolformer chaining --rounds ...")
     res = json.loads((folder / "results.json").read_text())
@@ -62,6 +65,7 @@ def test_the_report_pairs_each_budget_with_one_call_and_says_whether_chains_help
     assert round(two["vs_one_call"]["diff"], 2) == 0.55 and two["vs_one_call"]["diff_ci95"][0] > 0.3
     assert res["rounds"]["round2"]["3"]["all"]["n"] == 80 and res["rounds"]["round2"]["3"]["all"]["calls_per_input"] == 1.5
     assert res["rounds"]["round1"]["3"]["2+ operations"]["chain_rate"] == 0.0
+    assert two["repeat_rate"] == 0.0 and res["rounds"]["round1"]["3"]["2+ operations"]["repeat_rate"] == 0.5
     later = res["rounds"]["round2"]["3"]["2+ operations"]["vs_first_round"]  # 30 against round 1's 9 of 40
     assert later["n"] == 40 and round(later["diff"], 3) == 0.525 and later["diff_ci95"][0] > 0.3
     assert "vs_first_round" not in res["rounds"]["round1"]["3"]["2+ operations"]

@@ -127,6 +127,7 @@ def cell(records: Sequence[Mapping], base: Sequence[Mapping]) -> dict:
             "call_rate": mean([bool(ran_calls(r)) for r in records]),
             "calls_per_input": mean([len(ran_calls(r)) for r in records]),
             "chain_rate": mean([bool(chains(r)) for r in records]),
+            "repeat_rate": mean([any(c.get("reason") == "repeated" for c in r.get("calls", [])) for r in records]),
             "chained": len(chained), "chained_right": sum(bool(r["correct"]) for r in chained)}
 
 
@@ -298,14 +299,17 @@ def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
     rows = [[name, b, sub, c["n"], with_ci(c), diff_ci(c["vs_one_call"]) if int(b) > 1 else "–",
              diff_ci(c.get("vs_first_round")), pct(c["call_rate"]),
              f"{c['calls_per_input']:.2f}" if c["calls_per_input"] is not None else "–",
-             pct(c["chain_rate"]), f"{c['chained_right']} / {c['chained']}"]
+             pct(c["chain_rate"]), f"{c['chained_right']} / {c['chained']}", pct(c.get("repeat_rate"))]
             for name, budgets in res["rounds"].items() for b, subs in budgets.items() for sub, c in subs.items()]
     first = next(iter(res["rounds"]), "the first round")
     blocks = [R.Block("h1", "Chained calls: accuracy against the call budget, per annotation round"),
               R.Block("h2", "Verdict"), R.Block("p", res["verdict"]),
               R.Block("table", header=["round", "calls allowed", "problems", "n", "accuracy % [95% CI]",
                                        "vs one call [95% CI]", f"vs {first} [95% CI]", "calls %", "calls per input",
-                                       "chains %", "chained answers right"], rows=rows)]
+                                       "chains %", "chained answers right", "repeat stopped %"], rows=rows),
+              R.Block("p", "Chains %: inputs where a later call's input holds an earlier call's result. Repeat "
+                           "stopped %: inputs where the model wrote a call it had already run, which the loop "
+                           "guard closed empty (never run twice).")]
     if plot:
         blocks.append(R.Block("img", "accuracy against the call budget, per round", path=plot))
     blocks += training_blocks(res.get("training") or {})
