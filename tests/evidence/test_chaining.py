@@ -101,6 +101,21 @@ def test_the_report_says_what_each_round_was_trained_on_and_the_chains_in_it(tmp
     assert "[round2 training text] [Calculator(25 - 5) -> 20] 20 in 4 groups, [Calculator(20 / 4) -> 5]" in text
 
 
+def test_typed_inputs_are_reported_beside_the_unconstrained_run_never_instead(tmp_path):
+    cfg = C.ChainingConfig(rounds=["round1=m1"], tasks=["svamp"], out=str(tmp_path / "run"),
+                           results=str(tmp_path / "res"), budgets=[1, 2], typed=True)
+    run = Path(cfg.out)
+    _write(run, "round1", "k10", _rows(10, 2, chain=False))
+    _write(run, "round1", "k10+calls2", _rows(10, 3, chain=False))
+    _write(run, "round1", "k10+calls2+typed", _rows(10, 7, chain=True))
+    res = json.loads((C.write_chaining(cfg, "cmd") / "results.json").read_text())
+    assert sorted(res["rounds"]["round1"]) == ["1", "2"]  # the typed run is not a budget of its own
+    typed = res["typed"]["round1"]["2"]["2+ operations"]
+    assert typed["n"] == 10 and round(typed["vs_unconstrained"]["diff"], 2) == 0.4 and typed["chain_rate"] == 1.0
+    text = (tmp_path / "res" / "report.md").read_text()
+    assert text.index("| round1 | 2 | 2+ operations | 10 |") < text.index("## Typed inputs, beside the unconstrained decoding")
+
+
 def test_the_runner_evaluates_every_round_under_every_budget_then_reports(tmp_path, monkeypatch):
     from toolformer_kit.pipeline import stages
 

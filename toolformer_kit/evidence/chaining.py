@@ -58,6 +58,8 @@ class ChainingConfig:
     k: int = stage_field(EvalConfig, "k", note="the paper's k = 10", min=1)
     eval_limit: Optional[int] = stage_field(EvalConfig, "limit", note="default: every problem (~420 of the "
                                                                        "1,473 have 2+ operations)")
+    typed: bool = _f(False, "also decode at the largest budget with each call's input held to its tool's grammar "
+                            "(--constrain-inputs), reported beside the unconstrained decoding, never instead of it")
     eval_batch: int = stage_field(EvalConfig, "batch_size", 64, min=1)
     out: str = _f("runs/chaining", "run folder (the eval records)")
     results: str = _f("results/chaining", "where the committed evidence goes")
@@ -89,7 +91,14 @@ class ChainingConfig:
         return out
 
     def settings(self) -> list[Setting]:
-        return [Setting(self.k, max_calls=b) for b in self.budgets]
+        """Every budget with the paper's decoding; with ``typed``, the largest budget again with
+        each call's input held to its tool's grammar.
+
+        >>> [s.name for s in ChainingConfig(rounds=["r=m"], budgets=[1, 3], typed=True).settings()]
+        ['k10', 'k10+calls3', 'k10+calls3+typed']
+        """
+        free = [Setting(self.k, max_calls=b) for b in self.budgets]
+        return free + ([Setting(self.k, max_calls=max(self.budgets), typed=True)] if self.typed else [])
 
 
 # ---------------------------------------------------------------- one record
@@ -141,12 +150,14 @@ def collect(cfg: ChainingConfig) -> dict:
     """Per round, budget and subset: the cell, from the eval records in ``cfg.out/eval``; each
     later round also against the first."""
     folder = Path(cfg.out) / "eval"
-    out: dict = {"rounds": {}, "examples": [], "training": {}}
+    out: dict = {"rounds": {}, "examples": [], "training": {}, "typed": {}}
     first: dict | None = None
     seen: set = set()  # chains in the training data of the rounds so far
     for name, model in cfg.model_of().items():
-        per_budget = {s.max_calls: [r for t in cfg.tasks for r in load_records(folder, name, s.name, t)]
-                      for s in cfg.settings()}
+        read = {s: [r for t in cfg.tasks for r in load_records(folder, name, s.name, t)] for s in cfg.settings()}
+        per_budget = {s.max_calls: recs for s, recs in read.items() if not s.typed}
+        for s in (s for s in read if s.typed and read[s]):
+            out["typed"].setdefault(name, {})[str(s.max_calls)] = typed_cells(read[s], per_budget[s.max_calls])
         out["rounds"][name] = {str(b): _cells(recs, per_budget[1], None if first is None else first.get(b, []))
                                for b, recs in per_budget.items() if recs}
         first = per_budget if first is None else first
@@ -166,6 +177,17 @@ def _cells(recs: Sequence[Mapping], base: Sequence[Mapping], first: Sequence[Map
         out[sub] = cell(mine, [r for r in base if in_subset(r, sub)])
         if first is not None:
             out[sub]["vs_first_round"] = against(mine, [r for r in first if in_subset(r, sub)])
+    return out
+
+
+def typed_cells(typed: Sequence[Mapping], free: Sequence[Mapping]) -> dict:
+    """Inputs held to the tool's grammar against the same budget unconstrained, per subset."""
+    out = {}
+    for sub in SUBSETS:
+        mine = [r for r in typed if in_subset(r, sub)]
+        c = cell(mine, [r for r in free if in_subset(r, sub)])
+        c["vs_unconstrained"] = c.pop("vs_one_call")
+        out[sub] = c
     return out
 
 
@@ -312,6 +334,7 @@ def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
                            "guard closed empty (never run twice).")]
     if plot:
         blocks.append(R.Block("img", "accuracy against the call budget, per round", path=plot))
+    blocks += typed_blocks(res.get("typed") or {})
     blocks += training_blocks(res.get("training") or {})
     if res["examples"]:
         blocks += [R.Block("h2", "Example chains from evaluation")]
@@ -320,6 +343,19 @@ def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
     blocks += [R.Block("h2", "Settings"), R.Block("code", res["command"]),
                R.Block("p", f"Seed {res['seed']}; commit {res['commit']}. Intervals: {res['interval']}.")]
     return blocks
+
+
+def typed_blocks(typed: Mapping[str, Mapping]) -> list[R.Block]:
+    """Typed inputs beside the unconstrained decoding (issue 31, item 4)."""
+    rows = [[name, b, sub, c["n"], with_ci(c), diff_ci(c["vs_unconstrained"]), pct(c["call_rate"]), pct(c["chain_rate"])]
+            for name, budgets in typed.items() for b, subs in budgets.items() for sub, c in subs.items()]
+    if not rows:
+        return []
+    return [R.Block("h2", "Typed inputs, beside the unconstrained decoding"),
+            R.Block("p", "The same model and budget with each call's input held to its tool's grammar while it is "
+                         "written (--constrain-inputs; beyond the paper), paired against the unconstrained run."),
+            R.Block("table", header=["round", "calls allowed", "problems", "n", "accuracy % [95% CI]",
+                                     "vs unconstrained [95% CI]", "calls %", "chains %"], rows=rows)]
 
 
 def training_blocks(training: Mapping[str, Mapping]) -> list[R.Block]:
