@@ -166,12 +166,15 @@ def headline_rows(eval_folder: Path, tasks: Sequence[str], on: str, n_resamples:
 
 
 def pooled_row(eval_folder: Path, tasks: Sequence[str], on: str, label: str = LABEL, n_resamples: int = 1000,
-               seed: int = 0) -> dict:
+               seed: int = 0, off: tuple[str, str] | None = None) -> dict:
     """Every task's pairs together: Newcombe's interval over all pairs, and beside it the paired
-    bootstrap resampled within each task (so each keeps its size)."""
+    bootstrap resampled within each task (so each keeps its size). The other arm is the same
+    model with calls disabled, or ``off`` = (model label, setting), e.g. the base model's."""
+    off_label, off_setting = off or (label, "disabled")
     on_all, off_all, strata = [], [], []
     for task in tasks:
-        on_recs, off_recs = load_records(eval_folder, label, on, task), load_records(eval_folder, label, "disabled", task)
+        on_recs = load_records(eval_folder, label, on, task)
+        off_recs = load_records(eval_folder, off_label, off_setting, task)
         by_id = {r["id"]: r for r in off_recs}
         pairs = [(r, by_id[r["id"]]) for r in on_recs if r["id"] in by_id]
         strata.append(([bool(a["correct"]) for a, _ in pairs], [bool(b["correct"]) for _, b in pairs]))

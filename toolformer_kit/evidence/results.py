@@ -104,15 +104,14 @@ def against_base(eval_folder: Path, tasks: Sequence[str], on: str) -> list[dict]
     pooled: whether the gain over the model's own disabled column is also a gain over the model it
     started from (a tool-trained model could merely lose without its calls). Empty without a base
     column. ``tools``/``disabled`` in each row are the tool-trained model and the base model."""
-    rows, on_all, off_all = [], [], []
+    rows = []
     for task in tasks:
         a, b = load_records(eval_folder, LABEL, on, task), load_records(eval_folder, "base", "disabled", task)
         if a and b:
             rows.append({"task": task, **paired(a, b)})
-            on_all += [{**r, "id": f"{task}/{r['id']}"} for r in a]
-            off_all += [{**r, "id": f"{task}/{r['id']}"} for r in b]
     if len(rows) > 1:
-        rows.append({"task": "pooled", **paired(on_all, off_all)})
+        pooled = pooled_row(eval_folder, [r["task"] for r in rows], on, off=("base", "disabled"))
+        rows.append({"task": "pooled", **pooled["all"]})
     return rows
 
 
