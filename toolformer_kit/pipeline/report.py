@@ -17,6 +17,7 @@ from ..eval.report import breakdown_table, comparison_table
 from ..eval.tasks import get_task
 from ..eval.verdict import headline_rows, tools_setting, verdict_blocks
 from ..files import read_json
+from ..tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT
 
 
 # A C* smaller than this is a smoke test of the method, not evidence about its effect.
@@ -97,10 +98,23 @@ def _dev_source(s: Mapping) -> str | None:
 
 
 def _k_m(s: Mapping) -> str | None:
-    if s.get("k") or s.get("m"):
-        return (f"Annotation takes k = {s.get('k') or 'per tool'} positions and m = {s.get('m') or 'per tool'} calls "
-                "per position (the paper: 5 and 5; Calculator 20 and 10) to fit the time budget.")
-    return None
+    """A deviation only where k or m differs from the paper's value for a tool annotated (k 5 and
+    m 5 are the paper's for WikiSearch, QA and Calendar).
+
+    >>> _k_m({"k": 5, "m": 5, "tools": ["WikiSearch", "QA"]}) is None
+    True
+    >>> _k_m({"k": 5, "m": 3, "tools": ["Calculator"]})[:60]
+    'Annotation takes k = 5 positions and m = 3 calls per positio'
+    """
+    k, m = s.get("k"), s.get("m")
+    if not (k or m):
+        return None
+    tools = s.get("tools") or []
+    paper = {t: PAPER_CALCULATOR_MT if t in ("Calculator", "MT") else PAPER_DEFAULT for t in tools}
+    if tools and not any((k and k != p.k) or (m and m != p.m) for p in paper.values()):
+        return None
+    return (f"Annotation takes k = {k or 'per tool'} positions and m = {m or 'per tool'} calls "
+            "per position (the paper: 5 and 5; Calculator and MT 20 and 10) to fit the time budget.")
 
 
 def _thresholds(s: Mapping) -> str | None:
