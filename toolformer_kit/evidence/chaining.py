@@ -61,6 +61,8 @@ class ChainingConfig:
     typed: bool = _f(False, "also decode at the largest budget with each call's input held to its tool's grammar "
                             "(--constrain-inputs), reported beside the unconstrained decoding, never instead of it")
     eval_batch: int = stage_field(EvalConfig, "batch_size", 64, min=1)
+    earlier_tries: list[str] = _f([], "results folders of earlier tries at this measurement, listed in the report "
+                                      "beside this one (their verdict, command and commit)")
     out: str = _f("runs/chaining", "run folder (the eval records)")
     results: str = _f("results/chaining", "where the committed evidence goes")
     bootstrap: int = stage_field(EvalConfig, "bootstrap")
@@ -309,12 +311,31 @@ def write_chaining(cfg: ChainingConfig, command: str) -> Path:
     folder = Path(cfg.results)
     folder.mkdir(parents=True, exist_ok=True)
     res = collect(cfg) | {"command": command, "seed": cfg.seed, "commit": git_commit(), "settings": to_dict(cfg),
+                          "tries": [earlier_try(f) for f in cfg.earlier_tries],
                           "interval": "accuracy: Wilson 95 %; against one call: Newcombe's paired 95 % interval"}
     plot = plot_budgets(res["rounds"], folder)
     write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))
     (folder / "report.md").write_text(R.to_markdown(report_blocks(res, plot)), encoding="utf-8")
     log.info("chaining results in %s: %s", folder, res["verdict"])
     return folder
+
+
+def earlier_try(folder: str) -> dict:
+    """An earlier try's verdict, command and commit, from its results.json (missing: said so)."""
+    path = Path(folder) / "results.json"
+    if not path.is_file():
+        return {"results": folder, "missing": True}
+    r = json.loads(path.read_text(encoding="utf-8"))
+    return {"results": folder, "verdict": r.get("verdict"), "command": r.get("command"), "commit": r.get("commit")}
+
+
+def tries_blocks(tries: Sequence[Mapping]) -> list[R.Block]:
+    if not tries:
+        return []
+    rows = [[t["results"], "missing" if t.get("missing") else t["verdict"], t.get("command") or "–",
+             (t.get("commit") or "–")[:12]] for t in tries]
+    return [R.Block("h2", "Earlier tries at this measurement"),
+            R.Block("table", header=["results", "verdict", "command", "commit"], rows=rows)]
 
 
 def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
@@ -334,6 +355,7 @@ def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
                            "guard closed empty (never run twice).")]
     if plot:
         blocks.append(R.Block("img", "accuracy against the call budget, per round", path=plot))
+    blocks += tries_blocks(res.get("tries") or [])
     blocks += typed_blocks(res.get("typed") or {})
     blocks += training_blocks(res.get("training") or {})
     if res["examples"]:
