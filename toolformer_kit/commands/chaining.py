@@ -34,14 +34,21 @@ def command_line(cfg) -> str:
     >>> from toolformer_kit.evidence.chaining import ChainingConfig
     >>> command_line(ChainingConfig(rounds=["r1=runs/a", "r2=runs/b"], budgets=[1, 2]))
     'toolformer chaining --rounds r1=runs/a,r2=runs/b --budgets 1,2'
+    >>> command_line(ChainingConfig(rounds=["r1=runs/a"], typed=True))
+    'toolformer chaining --rounds r1=runs/a --typed'
     """
     default = type(cfg)()
     parts = ["toolformer", "chaining"]
     for f in dataclasses.fields(cfg):
         value = getattr(cfg, f.name)
-        if value != getattr(default, f.name):
-            text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-            parts += ["--" + f.name.replace("_", "-"), shlex.quote(text)]
+        if value == getattr(default, f.name):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):  # a switch: --typed / --no-typed, never "--typed True"
+            parts.append(flag if value else "--no-" + flag[2:])
+            continue
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        parts += [flag, shlex.quote(text)]
     return " ".join(parts)
 
 
