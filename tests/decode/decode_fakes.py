@@ -70,15 +70,13 @@ class Story:
     """What the model does after ``prompt``: write ``doc`` (calls removed), rank " [" at
     ``ranks[char index of doc]`` (absent = never), write ``call`` inside a call (or ``call[i]``
     inside the i-th call, if a list). ``sharp=False``
-    makes the next-token distribution flat enough for sampling to wander. ``eager`` ranks " ["
-    first right after every call's "]" (what the round-1 Qwen did)."""
+    makes the next-token distribution flat enough for sampling to wander."""
 
     prompt: str
     doc: str
     ranks: dict = field(default_factory=dict)
     call: object = "Calculator(2 + 3) ->"
     sharp: bool = True
-    eager: bool = False
 
 
 class ScriptedModel:
@@ -108,9 +106,7 @@ class ScriptedModel:
             return logits
         outside = CALL.sub("", written)
         self._prefer(logits, story.doc[len(outside)] if len(outside) < len(story.doc) else None, story.sharp)
-        if written.endswith("]"):  # no second call right after one, unless the story is eager
-            if story.eager and self.tok.merged.get(" [") == CALL_OPEN:
-                self._rank(logits, CALL_OPEN, 0)
+        if written.endswith("]"):  # no second call right after one
             return logits
         if self.tok.merged.get(" [") == CALL_OPEN:
             rank, target = story.ranks.get(len(outside)), CALL_OPEN

@@ -304,15 +304,6 @@ def test_a_row_chains_calls_with_each_result_in_the_text_up_to_its_budget(max_ca
     assert decoder.engine.batches == [1] * min(max_calls, 3)  # each call ran once, as the row reached it
 
 
-@pytest.mark.parametrize("max_calls", [1, 3])
-def test_no_call_opens_right_after_a_call_however_high_the_model_ranks_it(max_calls):
-    eager = Story(PROMPT, DOC3, ranks={i: 0 for i in CHAIN_AT}, eager=True, call=CHAIN.call)
-    (res,), _ = decode([eager], max_calls=max_calls, max_new_tokens=200)
-    want = CHAIN_TEXT if max_calls == 3 else CHAIN_TEXT.replace(" [Calculator(20 / 4) -> 5]", "").replace(
-        " [Calculator(5 * 3) -> 15]", "")
-    assert res.text == want and "] [" not in res.text  # each call waits for text after the last one
-
-
 def test_an_identical_call_is_not_run_twice_and_ends_the_row_s_calls():
     (res,), decoder = decode([LOOPING], max_calls=3, max_new_tokens=200)
     first, again = res.calls  # the third point opens no call: the row was looping

@@ -88,11 +88,7 @@ def test_call_open_is_banned_once_the_calls_are_used(max_calls):
     (res,), decoder = assert_same([TWO_CALLS], max_calls=max_calls, max_new_tokens=200)
     assert len(res.calls) == min(max_calls, 2) and res.token_ids[-1] == EOS
     banned = [r for rnd in decoder.lm.rounds for r in rnd if r.ban is not None]
-    after_call = [r for r in banned if FakeLM([]).decode(r.prompt_ids).endswith("]")]
-    if max_calls <= 2:  # the calls are used up before the text ends: " [" is banned from then on
-        assert banned
-    else:  # calls left: " [" is banned only right after a call ("] [" never), not at the call points
-        assert banned and banned == after_call
+    assert bool(banned) == (max_calls <= 2)  # two calls use up max_calls=2 before the text ends
 
 
 def test_disabled_bans_from_the_start_and_watches_nothing():
@@ -266,9 +262,6 @@ def test_chained_calls_and_the_loop_guard_match(max_calls):
     assert decoder.engine.batches == [1] * max_calls
     (res,), decoder = assert_same([LOOPING], max_calls=max_calls, max_new_tokens=200)
     assert [c.reason for c in res.calls] == ["", "repeated"] and decoder.engine.batches == [1]
-    eager = Story(PROMPT, CHAIN.doc, ranks=CHAIN.ranks, call=CHAIN.call, eager=True)  # " [" first after each "]"
-    (res,), _ = assert_same([eager], max_calls=max_calls, max_new_tokens=200)
-    assert [c.result for c in res.calls] == ["20", "5", "15"][:max_calls] and "] [" not in res.text
 
 
 def test_constrained_inputs_match():

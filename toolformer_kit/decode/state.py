@@ -58,12 +58,6 @@ attempts, and a model that keeps opening broken calls should not loop.
 **Several calls per input** (``max_calls`` > 1, beyond the paper's one; its §7 names the limit):
 each call pauses at "->", runs, and the row goes on with the result in its text, so a later call's
 input can use an earlier result (``[Calculator(25 - 5) -> 20]`` then ``[Calculator(20 / 4) -> 5]``).
-**No call right after a call**: a row opens its next call only once it has written more than
-spaces after the last one (" [" gets probability 0 right after a "]"), as annotation never puts a
-call right after another (:func:`~toolformer_kit.annotate.chain.outside_calls`; C* holds no
-"] ["). Why: the round-1 Qwen, given a second call, ranked " [" in its top 10 right after every
-first call's "]" and wrote the same call again on 296 of 296 SVAMP problems (results/chaining,
-try 1), so the budget went to repeats. With one call (the paper's) it changes nothing.
 **The loop guard**: a call identical to one the row already ran (same tool, same input once
 whitespace is normalised) is not run again. It gets the empty close `` ]`` (reason ``repeated``)
 and the row opens no further call. Why abandon rather than mask: the repeat is known only once
@@ -284,7 +278,6 @@ class RowState:
     eos: bool = False
     answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
     ran: set = field(default_factory=set)  # (tool, input) of every call run so far: the loop guard
-    closed_at: int = -1  # index in ids where the last call ended, until the row writes text after it
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
@@ -301,7 +294,7 @@ class RowState:
         return self.phase == "text" and (not head or tuple(self.ids[-len(head):]) == head)
 
     def can_open(self) -> bool:
-        return self.calls_left > 0 and self.closed_at < 0 and self.at_open_point()
+        return self.calls_left > 0 and self.at_open_point()
 
     def call_body(self) -> str:
         return self.rules.decode(self.ids[self.call_start:])
@@ -340,25 +333,18 @@ class RowState:
             return None
         if self.phase == "text":
             n = len(self.rules.call_open_ids)
-            if self.calls_left > 0 and self.closed_at < 0 and tuple(self.ids[-n:]) == self.rules.call_open_ids:
+            if self.calls_left > 0 and tuple(self.ids[-n:]) == self.rules.call_open_ids:
                 self._enter_call(n)
             else:
                 self.answer_tokens += not forced
-                self._wrote_after_call()
                 self._check_stop()
         elif self.phase == "close":
             if not self.queue:
                 self.phase = "text"
                 self.scan_from = len(self.text())
-                self.closed_at = len(self.ids)
         elif self.phase == "call":
             return self._advance_call()
         return None
-
-    def _wrote_after_call(self) -> None:
-        """The row may open a call again once it wrote more than spaces after the last one."""
-        if self.closed_at >= 0 and self.rules.decode(self.ids[self.closed_at:]).strip():
-            self.closed_at = -1
 
     def _enter_call(self, n_open: int) -> None:
         self.phase = "call"
@@ -392,7 +378,6 @@ class RowState:
             self.phase = "close"
             return None
         self.phase = "text"  # "end": the call stays as the model wrote it
-        self.closed_at = len(self.ids)
         if verdict.reason == "closed_without_arrow":
             self.scan_from = len(self.text())
         self._check_stop()  # a line break inside the call may be the stop string
