@@ -94,10 +94,10 @@ def test_the_report_says_what_each_round_was_trained_on_and_the_chains_in_it(tmp
         _write(Path(cfg.out), name, "k10", _rows(4, 2, chain=False))
     res = json.loads((C.write_chaining(cfg, "cmd") / "results.json").read_text())
     later = C.ChainingConfig(rounds=cfg.rounds, tasks=["svamp"], out=cfg.out, results=str(tmp_path / "res2"),
-                             budgets=[1], earlier_tries=[cfg.results, str(tmp_path / "nowhere")])
+                             budgets=[1], other_tries=[cfg.results, str(tmp_path / "nowhere")])
     tries = json.loads((C.write_chaining(later, "cmd2") / "results.json").read_text())["tries"]
     assert tries[0]["command"] == "cmd" and tries[0]["verdict"] == res["verdict"] and tries[1]["missing"]
-    assert "## Earlier tries at this measurement" in (tmp_path / "res2" / "report.md").read_text()
+    assert "## Other tries at this measurement" in (tmp_path / "res2" / "report.md").read_text()
     assert res["training"]["round1"] == {}  # an embedded model: no summary, nothing claimed
     t = res["training"]["round2"]
     assert (t["texts"], t["calls"], t["texts_with_chain"], t["chain_pairs"], t["best_step"]) == (2, 3, 1, 1, 48)

@@ -58,6 +58,12 @@ attempts, and a model that keeps opening broken calls should not loop.
 **Several calls per input** (``max_calls`` > 1, beyond the paper's one; its §7 names the limit):
 each call pauses at "->", runs, and the row goes on with the result in its text, so a later call's
 input can use an earlier result (``[Calculator(25 - 5) -> 20]`` then ``[Calculator(20 / 4) -> 5]``).
+A call may open right after another's "]". Tried and dropped (results/chaining-no-adjacent): a
+rule that waits for text after a call, as annotation never puts a call right after one. The
+fine-tuned Qwen, which writes its first call again right after it, then wrote one token of the
+answer first ("10 1 [Calculator(4 + 6) -> ]"), so the repeat cut the answer: SVAMP fell from
+41.9 to 29.1 % with two calls allowed. Adjacent, the repeat is closed empty and the answer after
+it is the model's own.
 **The loop guard**: a call identical to one the row already ran (same tool, same input once
 whitespace is normalised) is not run again. It gets the empty close `` ]`` (reason ``repeated``)
 and the row opens no further call. Why abandon rather than mask: the repeat is known only once

@@ -61,8 +61,8 @@ class ChainingConfig:
     typed: bool = _f(False, "also decode at the largest budget with each call's input held to its tool's grammar "
                             "(--constrain-inputs), reported beside the unconstrained decoding, never instead of it")
     eval_batch: int = stage_field(EvalConfig, "batch_size", 64, min=1)
-    earlier_tries: list[str] = _f([], "results folders of earlier tries at this measurement, listed in the report "
-                                      "beside this one (their verdict, command and commit)")
+    other_tries: list[str] = _f([], "results folders of other tries at this measurement (another decoder, other "
+                                    "models), listed beside this one: their verdict, command and commit")
     out: str = _f("runs/chaining", "run folder (the eval records)")
     results: str = _f("results/chaining", "where the committed evidence goes")
     bootstrap: int = stage_field(EvalConfig, "bootstrap")
@@ -311,7 +311,7 @@ def write_chaining(cfg: ChainingConfig, command: str) -> Path:
     folder = Path(cfg.results)
     folder.mkdir(parents=True, exist_ok=True)
     res = collect(cfg) | {"command": command, "seed": cfg.seed, "commit": git_commit(), "settings": to_dict(cfg),
-                          "tries": [earlier_try(f) for f in cfg.earlier_tries],
+                          "tries": [other_try(f) for f in cfg.other_tries],
                           "interval": "accuracy: Wilson 95 %; against one call: Newcombe's paired 95 % interval"}
     plot = plot_budgets(res["rounds"], folder)
     write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))
@@ -320,8 +320,8 @@ def write_chaining(cfg: ChainingConfig, command: str) -> Path:
     return folder
 
 
-def earlier_try(folder: str) -> dict:
-    """An earlier try's verdict, command and commit, from its results.json (missing: said so)."""
+def other_try(folder: str) -> dict:
+    """Another try's verdict, command and commit, from its results.json (missing: said so)."""
     path = Path(folder) / "results.json"
     if not path.is_file():
         return {"results": folder, "missing": True}
@@ -334,7 +334,7 @@ def tries_blocks(tries: Sequence[Mapping]) -> list[R.Block]:
         return []
     rows = [[t["results"], "missing" if t.get("missing") else t["verdict"], t.get("command") or "–",
              (t.get("commit") or "–")[:12]] for t in tries]
-    return [R.Block("h2", "Earlier tries at this measurement"),
+    return [R.Block("h2", "Other tries at this measurement"),
             R.Block("table", header=["results", "verdict", "command", "commit"], rows=rows)]
 
 
