@@ -412,6 +412,7 @@ def plot_budgets(rounds: Mapping[str, Mapping], folder: Path) -> str | None:
                         yerr=[[100 * (c["accuracy"] - c["ci95"][0]) for _, c in pts],
                               [100 * (c["ci95"][1] - c["accuracy"]) for _, c in pts]], fmt="-o", capsize=2, label=name)
         ax.set_title(sub)
+        ax.set_xticks(sorted({int(b) for budgets in rounds.values() for b in budgets}))  # budgets are whole calls
         ax.set_xlabel("calls allowed per input")
         ax.set_ylabel("accuracy (%)")
         ax.legend(fontsize="small")
