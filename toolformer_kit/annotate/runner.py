@@ -269,8 +269,8 @@ class Runner:
     def _finish(self, docs, candidates, n_shards, report, split, resumed, seconds) -> dict:
         write_atomic(self.out / "candidates.jsonl", "".join(c.to_json() + "\n" for c in candidates))
         # the annotated texts as read (after windowing), so the inspector can show any candidate in place
-        write_atomic(self.out / "documents.jsonl", "".join(json.dumps(_doc_row(d), ensure_ascii=False) + "\n"
-                                                            for d in docs))
+        rows = [_doc_row(d) for d in docs]
+        write_atomic(self.out / "documents.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed, self.cfg.keep_calls)
         write_atomic(self.out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
         if self.cfg.parquet:
@@ -280,7 +280,7 @@ class Runner:
                             {name: s.tau_f for name, s in self._settings.items()})
         if self.cfg.keep_calls:
             summary["chains"] = chain_counts(cstar)
-            self._write_training(docs, cstar)
+            self._write_training(rows, cstar)
         summary["wall_seconds_this_session"] = round(seconds, 2)
         summary["shards_resumed"] = resumed
         write_atomic(self.out / "summary.json", json.dumps(summary, indent=1, ensure_ascii=False))
@@ -292,11 +292,11 @@ class Runner:
         write_atomic(self.out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
         return summary
 
-    def _write_training(self, docs, cstar) -> None:
+    def _write_training(self, documents, cstar) -> None:
         """A later round's whole corpus for the next fine-tuning: every text of the earlier C*
-        (calls kept), with this round's kept calls written in where it has some, in corpus order
-        (C* alone holds only the texts that gained a call)."""
-        rows = every_text([_doc_row(d) for d in docs], cstar)
+        (calls kept; ``documents`` as in documents.jsonl), with this round's kept calls written in
+        where it has some, in corpus order (C* alone holds only the texts that gained a call)."""
+        rows = every_text(documents, cstar)
         write_atomic(self.out / "training.jsonl", "".join(json.dumps({"id": r["id"], "text": r["text"]}, ensure_ascii=False)
                                                           + "\n" for r in rows))
 

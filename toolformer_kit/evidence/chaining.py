@@ -16,8 +16,9 @@ on every problem and on those whose gold equation has two or more operations
   definition C* uses), and how often such a chained answer is right.
 
 Beside them, what each round's model was fine-tuned on (read from its ``train_summary.json``):
-how many of its training texts hold a chain, with examples. The verdict says whether round 2 adds chains that help, or only more calls. Every number is
-recomputed from the per-example eval records in ``out/eval``.
+how many of its training texts hold a chain, with examples. The verdict says whether round 2 adds
+chains that help, or only more calls. Every number is recomputed from the per-example eval records
+in ``out/eval``.
 """
 
 from __future__ import annotations
@@ -132,9 +133,8 @@ def cell(records: Sequence[Mapping], base: Sequence[Mapping]) -> dict:
     values = [bool(r["correct"]) for r in records]
     ci = wilson_ci(values)
     chained = [r for r in records if chains(r)]
-    p = paired(records, base, keep={r["id"] for r in records})
     return {"n": len(records), "accuracy": mean(values), "ci95": list(ci) if ci else None,
-            "vs_one_call": {k: p[k] for k in ("n", "diff", "diff_ci95")},
+            "vs_one_call": paired_diff(records, base),
             "call_rate": mean([bool(ran_calls(r)) for r in records]),
             "calls_per_input": mean([len(ran_calls(r)) for r in records]),
             "chain_rate": mean([bool(chains(r)) for r in records]),
@@ -142,9 +142,10 @@ def cell(records: Sequence[Mapping], base: Sequence[Mapping]) -> dict:
             "chained": len(chained), "chained_right": sum(bool(r["correct"]) for r in chained)}
 
 
-def against(records: Sequence[Mapping], first: Sequence[Mapping]) -> dict:
-    """A later round against the first round at the same budget, paired on the problems both answered."""
-    p = paired(records, first)
+def paired_diff(records: Sequence[Mapping], other: Sequence[Mapping]) -> dict:
+    """``records`` against ``other`` (one call, the first round, the unconstrained run), paired on
+    the problems both answered."""
+    p = paired(records, other)
     return {k: p[k] for k in ("n", "diff", "diff_ci95")}
 
 
@@ -178,18 +179,15 @@ def _cells(recs: Sequence[Mapping], base: Sequence[Mapping], first: Sequence[Map
         mine = [r for r in recs if in_subset(r, sub)]
         out[sub] = cell(mine, [r for r in base if in_subset(r, sub)])
         if first is not None:
-            out[sub]["vs_first_round"] = against(mine, [r for r in first if in_subset(r, sub)])
+            out[sub]["vs_first_round"] = paired_diff(mine, [r for r in first if in_subset(r, sub)])
     return out
 
 
 def typed_cells(typed: Sequence[Mapping], free: Sequence[Mapping]) -> dict:
     """Inputs held to the tool's grammar against the same budget unconstrained, per subset."""
-    out = {}
-    for sub in SUBSETS:
-        mine = [r for r in typed if in_subset(r, sub)]
-        c = cell(mine, [r for r in free if in_subset(r, sub)])
+    out = _cells(typed, free, None)
+    for c in out.values():
         c["vs_unconstrained"] = c.pop("vs_one_call")
-        out[sub] = c
     return out
 
 
@@ -284,8 +282,6 @@ def against_first(name: str, budgets: Mapping[str, Mapping], first: str) -> str:
         return ""
     said = [f"{diff_ci(d)}" + (" points with one call" if b == 1 else f" with up to {b}") for b, d in sorted(clauses)]
     return f"{name} against {first} on problems of 2+ operations: " + ", ".join(said) + "."
-
-
 
 
 # ---------------------------------------------------------------- running and writing
