@@ -15,6 +15,7 @@ from typing import Optional
 from ..config import ConfigError, config_field as _f
 from ..tools import BUILTIN
 from ..tools.base import AnnotationSettings
+from .sequential import check_merge
 from .settings import parse_per_tool, resolve_run
 
 
@@ -54,6 +55,9 @@ class AnnotateConfig:
                                              "puts the score below this (decisions at τf ≥ it unchanged; "
                                              "the scores below it are then upper bounds); default: score all")
     report_tau_f: list[float] = _f([0.5, 1.0, 2.0], "thresholds for the kept-counts table in the summary")
+    merge: str = _f("independent", "how kept calls join a text: independent (the paper's: each call scored alone) or "
+                                   "sequential (a later call is kept only if it still passes the filter with the "
+                                   "calls kept before it written in: no repeated calls; not the paper's)")
     max_new_tokens: int = _f(32, "token budget for one sampled call")
     temperature: float = _f(1.0, "sampling temperature (0 = greedy)")
     top_k: int = _f(0, "sample from the top k tokens only (0 = all)")
@@ -81,6 +85,7 @@ class AnnotateConfig:
 
     def __post_init__(self) -> None:
         parse_per_tool(self.per_tool)  # a bad entry fails now, not after the models have loaded
+        check_merge(self.merge)
         if self.call_cost < 0:
             raise ConfigError(f"call_cost must be >= 0 nats, got {self.call_cost}; 0 is the paper's rule")
 
@@ -102,7 +107,8 @@ def tool_settings(cfg: AnnotateConfig, tool) -> AnnotationSettings:
 
 # Settings added after runs were made, left out of a run's identity at their default so those runs
 # still resume (a run made without call_cost was made at λ = 0).
-ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": "", "score_floor": None, "keep_calls": False}
+ADDED_AT_DEFAULT = {"call_cost": 0.0, "wiki_corpus": "", "score_floor": None, "keep_calls": False,
+                    "merge": "independent"}
 
 # Settings that do not change what a run writes: a resumed run may differ in these.
 NON_SEMANTIC = {"out", "overwrite", "progress", "device", "tool_cache", "tool_timeout", "parquet",

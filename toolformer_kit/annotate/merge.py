@@ -67,13 +67,23 @@ def annotate_text(text: str, calls: Sequence[Candidate]) -> str:
     return text
 
 
+def chosen_calls(candidates: Sequence[Candidate], cap: int, seed: int) -> list[Candidate]:
+    """The calls C* holds under the paper's merge: the kept ones, one per position, capped per tool."""
+    return cap_per_tool(best_per_position(c for c in candidates if c.kept), cap, seed)
+
+
 def build_corpus(docs: Sequence, candidates: Sequence[Candidate], cap: int, seed: int,
                  keep_calls: bool = False) -> list[dict]:
+    """C* records, in corpus order, under the paper's merge (:func:`chosen_calls`, then
+    :func:`corpus_records`)."""
+    return corpus_records(docs, chosen_calls(candidates, cap, seed), keep_calls)
+
+
+def corpus_records(docs: Sequence, chosen: Sequence[Candidate], keep_calls: bool = False) -> list[dict]:
     """C* records, in corpus order: the document's fields, the annotated text and its calls. With
     ``keep_calls`` (a later round, :mod:`.chain`) the texts held calls already: ``original`` stays
     the text without any call, and each record gets its round, the earlier rounds' calls and a
     ``chain`` flag per new call."""
-    chosen = cap_per_tool(best_per_position(c for c in candidates if c.kept), cap, seed)
     by_doc: dict[str, list[Candidate]] = {}
     for c in chosen:
         by_doc.setdefault(c.doc_id, []).append(c)

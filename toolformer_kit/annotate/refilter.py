@@ -109,6 +109,9 @@ def refilter_run(source: Path, dest: Path, tau_f: PerTool, call_cost: PerTool = 
     if source.resolve() == dest.resolve():
         raise ConfigError(f"refiltering {source} into itself would overwrite its C*; pass another folder")
     docs, candidates, settings = read_run(source)
+    if settings.get("merge", "independent") != "independent":
+        raise ConfigError(f"{source} was merged with --merge {settings['merge']}, which re-scores calls with the model; "
+                          "a re-filter runs no model: annotate again with --tau-f (the shards are reused) instead")
     decided = redecide(candidates, tau_f, call_cost)
     cstar = build_corpus(docs, decided, int(settings.get("cap_per_tool", 25000)), int(settings.get("seed", 0)))
     dest.mkdir(parents=True, exist_ok=True)

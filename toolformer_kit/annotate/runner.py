@@ -40,7 +40,8 @@ from .build import build_annotator, load_models, resolve_tools, tool_cache
 from .config import ADDED_AT_DEFAULT, NON_SEMANTIC, AnnotateConfig
 from .chain import chain_counts, round_documents
 from .corpus import ReadReport, read_corpus, windowed
-from .merge import build_corpus, every_text
+from .merge import chosen_calls, corpus_records, every_text
+from .sequential import merge_summary, model_scorer, sequential_merge
 from .ray_engine import run_shards_ray
 from .stages import ShardAnnotator
 from .summary import summarize
@@ -271,13 +272,15 @@ class Runner:
         # the annotated texts as read (after windowing), so the inspector can show any candidate in place
         rows = [_doc_row(d) for d in docs]
         write_atomic(self.out / "documents.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        cstar = build_corpus(docs, candidates, self.cfg.cap_per_tool, self.cfg.seed, self.cfg.keep_calls)
+        cstar, merge_info = self._merge(docs, candidates)
         write_atomic(self.out / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
         if self.cfg.parquet:
             self._write_parquet(cstar)
         stats = [json.loads(self._shard(n, ".json").read_text()) for n in range(n_shards)]
         summary = summarize(self.cfg, docs, candidates, cstar, stats, report, split,
                             {name: s.tau_f for name, s in self._settings.items()})
+        if merge_info is not None:
+            summary["merge"] = merge_info
         if self.cfg.keep_calls:
             summary["chains"] = chain_counts(cstar)
             self._write_training(rows, cstar)
@@ -291,6 +294,18 @@ class Runner:
                     "files": {f: {"sha256": _sha256(self.out / f), "bytes": (self.out / f).stat().st_size} for f in files}}
         write_atomic(self.out / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False))
         return summary
+
+    def _merge(self, docs, candidates):
+        """C* under the run's merge; with the sequential one, also what it dropped and why."""
+        chosen = chosen_calls(candidates, self.cfg.cap_per_tool, self.cfg.seed)
+        if self.cfg.merge == "independent":
+            return corpus_records(docs, chosen, self.cfg.keep_calls), None
+        lm, _ = self._models()
+        score = model_scorer(lm, {n: s.tau_f for n, s in self._settings.items()},
+                             {n: s.call_cost for n, s in self._settings.items()})
+        kept, report = sequential_merge(docs, chosen, score)
+        before, after = (corpus_records(docs, cs, self.cfg.keep_calls) for cs in (chosen, kept))
+        return after, merge_summary(report, before, after)
 
     def _write_training(self, documents, cstar) -> None:
         """A later round's whole corpus for the next fine-tuning: every text of the earlier C*

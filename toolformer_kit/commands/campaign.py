@@ -33,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     for k in s["kept"]:
         print(f"tau_f {k['tau_f']:<5} {k['calls']:>5} calls in {k['texts']:>4} texts   by rank: "
               + json.dumps(k["by_position_rank"]))
+    m = s.get("merge", {})
+    if m.get("merge") == "sequential":
+        print(f"sequential merge: {m['before']['calls']} → {m['after']['calls']} calls; texts with the same call twice "
+              f"{m['before']['texts_with_a_repeat']} → {m['after']['texts_with_a_repeat']}; dropped "
+              + json.dumps(m["dropped_by_reason"]))
     print(f"{s['windows_annotated']} of {s['windows_selected']} windows annotated, {s['windows_per_hour']} per hour; "
           f"stopped by {s['stopped']}{'' if s['complete'] else ' (rerun the same command to go on)'}")
     print(f"written to {cfg.out} (README.md, data/, bank/)")

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import fingerprint
+from ..annotate.sequential import check_merge, model_scorer
 from ..config import ConfigError, config_field as _f, stage_field
 from ..eval.config import default_data_dir
 from .bank import FORMAT, Bank, Progress, bank_record
@@ -74,6 +75,9 @@ class CampaignConfig:
     max_windows: int = _f(0, "annotate at most the first N windows (0 = all; the pilot is 20)")
     max_minutes: float = _f(0.0, "stop starting new shards after this many minutes (0 = no limit); rerun to go on")
     seed: int = _f(0, "seed for sampling and the selection's tie order")
+    merge: str = stage_field(AnnotateConfig, "merge")
+    bank: str = _f("", "build from this dataset folder's bank/ instead of OUT/bank, annotating nothing: a new version "
+                       "of a published dataset (e.g. --merge sequential) from the same candidates")
     dtype: str = stage_field(AnnotateConfig, "dtype")
     work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
     progress: bool = stage_field(AnnotateConfig, "progress")
@@ -86,6 +90,9 @@ class CampaignConfig:
             raise ConfigError(f"unknown campaign recipe {self.recipe!r}; use one of {', '.join(RECIPES)}")
         if self.recipe == "search" and not self.tasks:
             self.tasks = list(SEARCH_TASKS)
+        check_merge(self.merge)
+        if self.bank and Path(self.bank).resolve() == Path(self.out).resolve():
+            self.bank = ""  # its own bank
         if self.tau_f < 0:
             raise ConfigError(f"tau_f {self.tau_f} < 0: the bank keeps candidates with score ≥ 0 only; use tau_f ≥ 0")
 
@@ -93,7 +100,7 @@ class CampaignConfig:
 # Settings a resumed campaign may change: they decide when to stop and what is published, not
 # what a shard holds.
 NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress",
-                "data_dir"}  # the corpus fingerprint guards what the data folder decides
+                "data_dir", "merge", "bank"}  # the corpus fingerprint guards what the data folder decides
 # Settings added after a bank was made, left out of its identity at their default (datasets/cstar-math resumes).
 ADDED_AT_DEFAULT = {"recipe": "math", "tasks": []}
 
@@ -148,7 +155,7 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
         write_search_corpus(search_corpus_path(cfg), heldout_for(cfg.tasks))
     lm, _ = load_models(acfg, lm, lm)
     docs, counts = campaign_windows(cfg, lambda s: len(lm.encode(s)))
-    bank = Bank(cfg.out)
+    bank = Bank(cfg.bank or cfg.out)
     bank.open({"format": FORMAT, "settings": identity(cfg), "corpus": fingerprint(docs), "windows": len(docs),
                "selection": counts})
     limit = len(docs) if cfg.max_windows <= 0 else min(cfg.max_windows, len(docs))
@@ -163,6 +170,10 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
             if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
                 stopped = "target"
                 break
+            if cfg.bank:
+                raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
+                                  f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
+                                  "--target-calls / --max-windows to what it holds")
             if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
                 stopped = "time"
                 break
@@ -184,7 +195,10 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
         stopped = "target"
     elif stopped == "corpus" and limit < len(docs):
         stopped = "max_windows"
-    return publish(cfg, docs, counts, prog, stopped)
+    rescore = None
+    if cfg.merge == "sequential":
+        rescore = model_scorer(lm, {t: cfg.tau_f for t in RECIPES[cfg.recipe]})
+    return publish(cfg, docs, counts, prog, stopped, rescore)
 
 
 def _dtype_of(lm) -> str:

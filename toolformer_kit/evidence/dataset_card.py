@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..annotate.merge import annotate_text
+from ..annotate.sequential import merge_summary, repeat_stats, sequential_merge
 from ..annotate.summary import in_context
 from ..files import write_atomic
 from .bank import Progress, kept_by_rank, merged, position_ranks
@@ -73,14 +74,25 @@ def _rows(docs, calls) -> list[dict]:
              "in_context": in_context(texts[c.doc_id], c)} for c in calls]
 
 
-def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str) -> dict:
-    """Write data/ and README.md from the bank; return the summary."""
+def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str, rescore=None) -> dict:
+    """Write data/ and README.md from the bank; return the summary. ``rescore`` (a
+    :data:`~toolformer_kit.annotate.sequential.ScoreFn`): merge sequentially with it."""
     out = Path(cfg.out)
     annotated = [d for d in docs if d.doc_id in {w for _, _, i in prog.shards for w in i["windows"]}]
     calls = merged(prog.candidates, cfg.tau_f)
-    cstar = build_corpus_at(annotated, calls)
     summary = study(cfg, counts, prog, stopped)
     (out / "data").mkdir(parents=True, exist_ok=True)
+    if rescore is not None:
+        before = build_corpus_at(annotated, calls)
+        calls, report = sequential_merge(annotated, calls, rescore)
+        summary["merge"] = merge_summary(report, before, build_corpus_at(annotated, calls))
+        write_atomic(out / "data" / "rescored.jsonl",
+                     "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.rescored))
+    else:
+        summary["merge"] = {"merge": "independent", "after": repeat_stats(build_corpus_at(annotated, calls))}
+    if getattr(cfg, "bank", ""):
+        summary["bank"] = cfg.bank
+    cstar = build_corpus_at(annotated, calls)
     write_atomic(out / "data" / "cstar.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
     # every annotated window, with or without a kept call: the paper's C (+CC trains on it; C* with
     # all texts is it with the calls of cstar.jsonl written in)
@@ -137,9 +149,13 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     if getattr(cfg, "recipe", "math") == "search":
         return search_card(cfg, s, rows, n_texts, verdict)
     sel = s["selection"]
-    lines = [_header(n_texts), "# C* for the Calculator: Qwen 0.5B annotating arithmetic text at the paper's settings", "",
-             f"**{s['kept'][[k['tau_f'] for k in s['kept']].index(cfg.tau_f)]['calls']} calls after merging at τf "
-             f"{cfg.tau_f}, in {n_texts} texts**, from {s['windows_annotated']} of {s['windows_selected']} selected "
+    paper = _paper_calculator(cfg)
+    lines = [_header(n_texts, f"Calculator, {cfg.model} as M"),
+             f"# C* for the Calculator: {cfg.model} annotating arithmetic text"
+             + (" at the paper's settings" if paper else ""), "",
+             f"**{published_calls(cfg, s)} calls after merging at τf "
+             f"{cfg.tau_f}, in {n_texts} texts**{paper_count_note(cfg, s)}, from {s['windows_annotated']} of "
+             f"{s['windows_selected']} selected "
              f"windows ({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; "
              f"target {cfg.target_calls}).", "",
              "Made by `toolformer campaign` (toolformer-kit) with the method of Schick et al. (2023), §2: positions "
@@ -175,15 +191,17 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
              f"({sel['question_only_windows']} windows held question only and were left out). Windows failing the "
              "strict pre-filter are skipped at annotation.", "",
              "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
-             f"τf {cfg.tau_f} (the paper's Calculator settings); seed {cfg.seed}; dtype {cfg.dtype} "
+             f"τf {cfg.tau_f} ({'the paper' if paper else 'not the paper'}'s Calculator settings: k 20 × m 10, τs 0, "
+             f"τf 0.5); seed {cfg.seed}; dtype {cfg.dtype} "
              f"(shards by dtype run: {s['dtype_shards']}).",
-             "- Command (it resumes from `bank/`, on any machine): `toolformer campaign --out " + cfg.out + "`",
+             f"- Command (it resumes from `bank/`, on any machine): `{command(cfg)}`",
              f"- Commit at publication: `{git_commit()}`.", "",
              "## What was kept", "", "| τf | calls after merging | texts | by rank of p_i among the window's positions |",
              "|---|---|---|---|"]
     for k in s["kept"]:
         lines.append(f"| {k['tau_f']} | {k['calls']} | {k['texts']} | "
                      + ", ".join(f"{b}: {n}" for b, n in k["by_position_rank"].items()) + " |")
+    lines += merge_lines(cfg, s)
     wph = s["windows_per_hour"]
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; "
               f"annotation took {s['annotation_seconds'] / 3600:.2f} h of compute ({wph} windows per hour); "
@@ -195,6 +213,71 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
     return "\n".join(lines)
 
 
+
+
+def published_calls(cfg, s: dict) -> str:
+    """The calls data/cstar.jsonl holds, with the paper's merge count beside a sequential one."""
+    m = s.get("merge") or {}
+    paper = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]["calls"]
+    return str(m["after"]["calls"]) if m.get("merge") == "sequential" else str(paper)
+
+
+def paper_count_note(cfg, s: dict) -> str:
+    """After the headline of a sequentially merged version: what the paper's merge would hold."""
+    m = s.get("merge") or {}
+    if m.get("merge") != "sequential":
+        return ""
+    paper = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]["calls"]
+    return f" (version 2, the sequential merge; the paper's merge holds {paper})"
+
+
+def _paper_calculator(cfg) -> bool:
+    """Whether a math campaign ran at the paper's Calculator settings (k 20, m 10, τs 0, τf 0.5)."""
+    return (cfg.k, cfg.m, cfg.tau_s, cfg.tau_f) == (20, 10, 0.0, 0.5)
+
+
+def command(cfg) -> str:
+    """The command that rebuilds (or resumes) this dataset."""
+    parts = ["toolformer campaign"]
+    if getattr(cfg, "recipe", "math") == "search":
+        parts.append("--config configs/campaigns/search.yaml")
+    parts.append(f"--out {cfg.out}")
+    if getattr(cfg, "bank", ""):
+        parts.append(f"--bank {cfg.bank}")
+    if getattr(cfg, "merge", "independent") != "independent":
+        parts.append(f"--merge {cfg.merge}")
+    return " ".join(parts)
+
+
+def merge_lines(cfg, s: dict) -> list[str]:
+    """How the kept calls joined their texts, and how often a text holds the same call twice."""
+    m = s.get("merge") or {}
+    if m.get("merge") != "sequential":
+        a = m.get("after")
+        if not a:
+            return []
+        return ["", f"Merge: the paper's (each call scored alone). {a['texts_with_a_repeat']} of {a['texts']} texts "
+                f"({100 * a['repeat_rate']:.0f} %) hold the same call (tool and input) twice; "
+                f"{a['calls_per_text']} calls per text."]
+    b, a = m["before"], m["after"]
+    src = s.get("bank") or cfg.out
+    lines = ["", "## Version 2: the sequential merge (a deviation from the paper)", "",
+             f"Built from the bank of `{src}`: the same candidates, sampled and scored by the same M; nothing was "
+             "sampled again. The paper scores every call alone, so one call that helps at two neighbouring "
+             "positions is written in twice. Here, within a text, the calls that pass are taken in order of "
+             "position and a later call is kept only if it still passes the filter (L⁻ − L⁺ ≥ τf) with the calls "
+             f"kept before it written into the text. {m['rescored']} calls were re-scored that way; dropped: "
+             + (", ".join(f"{k} {v}" for k, v in m["dropped_by_reason"].items()) or "none")
+             + "; kept after re-scoring: " + (", ".join(f"{k} {v}" for k, v in m["kept_after_rescoring_by_reason"].items())
+                                              or "none")
+             + " (repeat: the same tool and input already in the text; chain: the input uses an earlier result). "
+             "The table under \"What was kept\" counts the paper's merge at each τf; the rows below are at τf "
+             f"{cfg.tau_f}.", "",
+             "| merge | texts | calls | calls per text | texts with the same call twice |", "|---|---|---|---|---|"]
+    for name, r in (("the paper's (version 1)", b), ("sequential (this version)", a)):
+        lines.append(f"| {name} | {r['texts']} | {r['calls']} | {r['calls_per_text']} | {r['texts_with_a_repeat']} "
+                     f"({100 * r['repeat_rate']:.1f} %) |")
+    return lines + ["", "`data/rescored.jsonl`: every re-scored call with its score alone and after the earlier calls."]
 
 
 def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str = "") -> list[str]:
@@ -228,7 +311,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
     at = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]
     lines = [_header(n_texts, f"WikiSearch and QA, {cfg.model} as M"),
              f"# C* for WikiSearch and QA: {cfg.model} annotating Wikipedia summaries at the paper's τf", "",
-             f"**{at['calls']} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**, from "
+             f"**{published_calls(cfg, s)} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**"
+             f"{paper_count_note(cfg, s)}, from "
              f"{s['windows_annotated']} of {s['windows_selected']} selected windows "
              f"({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; target {cfg.target_calls}).",
              "",
@@ -256,7 +340,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
              f"τf {cfg.tau_f}; seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
              f"- Tool versions by shard (the first shards predate the record; their QA reader is revision 1, "
              f"before its support rule): {s.get('tool_version_shards', {})}.",
-             f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s)
+             f"- Command: `{command(cfg)}`.",
+             f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s) + merge_lines(cfg, s)
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
               f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]
     lines += _examples_and_judgement(rows, verdict)
