@@ -179,3 +179,61 @@ def test_mt_translates_into_english(qwen, text, lang, words):
     out = mt_tool(lm=qwen)(text)
     assert out and all(w in out.lower() for w in words), out
     assert detect_language(out)[0] == "en"
+
+
+def _summary(title: str) -> str:
+    from toolformer_kit.tools.wikisearch import read_corpus
+
+    return next(text for t, text in read_corpus(default_corpus()) if t == title)
+
+
+def test_qa_never_reads_the_document_being_annotated_on_the_real_index():
+    """Issue 40: QA searches the index that holds the summary being annotated; while that summary
+    is annotated it must not read it (as WikiSearch), else its calls copy the text back."""
+    from toolformer_kit.annotate.document import Document
+    from toolformer_kit.annotate.stages import doc_tool
+
+    text = _summary("Mona Lisa")
+    lm = ScriptedLM(" Leonardo da Vinci.\n", " Leonardo da Vinci.\n")
+    tool = qa_tool(lm=lm)
+    assert tool("Who painted the Mona Lisa?") == "Leonardo da Vinci"  # the plain tool reads the summary
+    assert "The Mona Lisa is a half-length portrait" in lm.prompts[0]
+    runner = doc_tool(tool, Document("wiki:Mona Lisa", text, {"title": "Mona Lisa"}))
+    assert runner.version.startswith(tool.version + "|not:")  # its own cache key
+    runner("Who painted the Mona Lisa?")
+    assert "The Mona Lisa is a half-length portrait" not in lm.prompts[1]
+    assert "Mona Lisa:" not in lm.prompts[1].split("Passages:")[-1]  # nor any passage titled so
+    # a copy of the text under another title is dropped too (8 words in common)
+    other = doc_tool(tool, Document("x", text, {}))
+    hits = other.fn.__self__.index().search("Mona Lisa half-length portrait Leonardo", 3)
+    assert hits and all("The Mona Lisa is a half-length portrait" not in h.text for h in hits)
+
+
+def test_every_tool_that_searches_a_corpus_excludes_the_document_and_others_are_unchanged():
+    from toolformer_kit.tools.wikisearch import excluding_document
+
+    text = _summary("Mona Lisa")
+    for name in ("WikiSearch", "QA"):
+        assert get_tool(name).exclude is not None, name
+        assert "|not:" in excluding_document(get_tool(name), text, "Mona Lisa").version
+    for name in ("Calculator", "MT"):
+        assert excluding_document(get_tool(name), text) is get_tool(name)
+
+
+def test_a_user_tool_over_its_own_corpus_declares_its_exclusion():
+    from toolformer_kit.annotate.document import Document
+    from toolformer_kit.annotate.stages import doc_tool
+    from toolformer_kit.tools.user import make_tool
+
+    corpus = ["The river Lune flows through Lancaster.", "Ulm lies on the Danube."]
+
+    def lookup(text: str) -> str:
+        "Finds a line of the corpus."
+        return next((c for c in corpus if text in c), "")
+
+    def exclude(doc_text: str, title: str):
+        return (lambda q: next((c for c in corpus if q in c and c != doc_text), ""), None, "doc")
+
+    tool = make_tool(lookup, "Lookup", demonstrations=["It is on [Lookup(Danube)] the Danube."], exclude=exclude)
+    assert tool("Lune") == corpus[0]
+    assert doc_tool(tool, Document("d", corpus[0]))("Lune") is None

@@ -119,7 +119,8 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     """The annotation settings every shard runs at. math: the Calculator alone; the strict pre-filter
     (cue word or a result triple, ``calculator_rate`` 0) skips windows without arithmetic, such as a
     problem's tail. search: WikiSearch and QA over :func:`search_corpus_path`, never returning the
-    summary being annotated. Both score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
+    summary being annotated (each tool's ``exclude``, :meth:`~toolformer_kit.tools.base.Tool.without_document`;
+    QA only from its reader revision 3: the first search C* was annotated with a QA that read it). Both score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
     the bank keeps only scores ≥ 0, so e(c, ε) is scored only where it can change what is kept."""
     if cfg.recipe == "search":
         return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES["search"]), tau_s=cfg.tau_s,

@@ -335,7 +335,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
              f"{sel['heldout']} held-out summaries (wiki-cloze's facts), which are also absent from the index "
              "WikiSearch and QA searched while annotating (the evaluation's index holds them).",
              f"- {sel['documents']} summaries in a seeded order → {sel['windows']} windows of ≤ {cfg.window_tokens} "
-             "tokens. WikiSearch never returned the summary being annotated (same title, or 8 words in common).", "",
+             "tokens. WikiSearch never returned the summary being annotated (same title, or 8 words in common); QA did "
+             "until its reader revision 3 (`|v3` in the tool versions below), which excludes it the same way.", "",
              "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls per tool, τs {cfg.tau_s}, "
              f"τf {cfg.tau_f}; seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
              f"- Tool versions by shard (the first shards predate the record; their QA reader is revision 1, "

@@ -30,7 +30,7 @@ Output:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional, Sequence
 
 from ..calls import normalize_result
@@ -130,6 +130,12 @@ class Tool:
     unconstrained decoding, never instead of it: typed tool inputs are a critique of the method,
     not part of the paper). :func:`fits_grammar` says whether a whole input fits.
 
+    ``exclude`` (optional) is for a tool that searches a corpus which may hold the very text being
+    annotated (WikiSearch, QA, a user tool over its own index): ``exclude(text, title)`` gives
+    ``(fn, batch_fn, key)`` that never return that document, and :meth:`without_document` puts
+    them in place, ``key`` in the version (so cached results of one document never serve
+    another). Without it a tool that reads the annotated text back teaches copying, not look-up.
+
     ``batch_fn`` (optional) answers many inputs at once, one result or None per input, in order:
     a tool behind a model answers a batch in one generation pass instead of one pass per call
     (the QA reader: ~1.4 s per call alone on two CPU cores). The engine hands it at most
@@ -154,6 +160,20 @@ class Tool:
     batch_fn: Optional[Callable[[Sequence[str]], Sequence[Optional[str]]]] = None
     batch_size: int = 32
     input_grammar: Optional[str] = None
+    exclude: Optional[Callable[[str, str], tuple]] = None
+
+    def without_document(self, text: str, title: str = "") -> "Tool":
+        """This tool as it runs while ``text`` (titled ``title``) is annotated: searching its corpus
+        without that document, where the tool searches one (``exclude``); else the tool itself.
+
+        >>> t = Tool("Echo", str, "", [], exclude=lambda text, title: (lambda q: q + "!", None, "k1"))
+        >>> t.without_document("some text").fn("hi"), t.without_document("some text").version
+        ('hi!', '|not:k1')
+        """
+        if self.exclude is None:
+            return self
+        fn, batch_fn, key = self.exclude(text, title)
+        return replace(self, fn=fn, batch_fn=batch_fn, version=f"{self.version}|not:{key}")
 
     def __call__(self, text: str) -> Optional[str]:
         """The result, or None for no result (including input :meth:`check_input` refuses)."""

@@ -50,6 +50,7 @@ Answer:
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections import Counter
@@ -61,7 +62,7 @@ from ..config import ConfigError
 from ..lm.base import LanguageModel
 from .base import PAPER_DEFAULT, Tool
 from .lmtool import LazyLM
-from .wikisearch import BM25Index, Hit, default_index, read_corpus, sentences, snippet
+from .wikisearch import SKIP_SLACK, BM25Index, Hit, NotTheDocument, default_index, read_corpus, sentences, snippet
 
 MODEL_ENV = "TOOLFORMER_QA_MODEL"
 MAX_ANSWER_WORDS = 12
@@ -70,7 +71,9 @@ PASSAGE_CHARS = 600
 SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (evidence.ceiling.TOP)
 SENTENCES = 5
 TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts half
-READER_REVISION = 2  # in the tool's version (the engine's cache key): bump when the prompt or the checks change
+# In the tool's version (the engine's cache key, and each campaign shard's record): bump when the
+# prompt or the checks change. 3: annotation never reads the document being annotated (issue 40).
+READER_REVISION = 3
 MIN_SUPPORT = 0.35  # share of the question's word weight the answer's sentence must hold (support())
 RETRIEVALS = ("sentences", "passages")
 STOPWORDS = frozenset(
@@ -376,6 +379,23 @@ DEMONSTRATIONS = [
 ]
 
 
+class WithoutDocument:
+    """An index seen without one document: ``search`` looks past the hits ``skip`` drops (the text
+    being annotated, :class:`~.wikisearch.NotTheDocument`), as WikiSearch does; everything else is
+    the index's own. Why: the QA tool reads the same summaries WikiSearch searches, and without
+    this it answers from the very text it is annotating (832 of 869 QA results of the first
+    search C* were copied from it)."""
+
+    def __init__(self, index: BM25Index, skip: NotTheDocument):
+        self._index, self.skip = index, skip
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        return [h for h in self._index.search(query, k + SKIP_SLACK) if not self.skip(h)][:k]
+
+    def __getattr__(self, name):
+        return getattr(self._index, name)
+
+
 class QAReader:
     """The QA tool's retrieval and reader, without the Tool around it: ``answer``, ``answer_many``
     and ``trace_many`` (the answer with what was read and written, for ``qa_tool_check``)."""
@@ -396,6 +416,14 @@ class QAReader:
         if self._index is None:
             self._index = BM25Index(self.corpus) if self.corpus else default_index()
         return self._index
+
+    def excluding(self, text: str, title: str = "") -> "QAReader":
+        """This reader (the same model and index) over its corpus without the document ``text``."""
+        skip = NotTheDocument(text, title)
+        other = copy.copy(self)
+        other.index = lambda: WithoutDocument(QAReader.index(self), skip)
+        other.skip_key = skip.key()
+        return other
 
     def prepare(self) -> None:
         self.index().index()
@@ -424,10 +452,16 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
     nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is); ``dtype`` the
     reader's (default ``$TOOLFORMER_TOOL_DTYPE``, else auto)."""
     qa = QAReader(model, lm, corpus, k, retrieval, dtype=dtype)
+
+    def exclude(text: str, title: str):
+        other = qa.excluding(text, title)
+        return other.answer, other.answer_many, other.skip_key
+
     return Tool(
         name=name,
         fn=qa.answer,
         batch_fn=qa.answer_many,
+        exclude=exclude,
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,

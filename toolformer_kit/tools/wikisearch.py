@@ -332,12 +332,9 @@ class WikiSearcher:
 
 
 def excluding_document(tool: Tool, text: str, title: str = "") -> Tool:
-    """``tool`` (a WikiSearch) that never returns the document ``text`` itself; other tools as they are."""
-    if not isinstance(tool.fn, WikiSearcher):
-        return tool
-
-    fn = tool.fn.excluding(text, title)
-    return replace(tool, fn=fn, version=f"{tool.version}|not:{fn.skip.key()}")
+    """``tool`` as it runs while ``text`` is annotated (:meth:`~.base.Tool.without_document`):
+    every tool that searches a corpus, WikiSearch and QA alike, never returns that document."""
+    return tool.without_document(text, title)
 
 
 def corpus_version(corpus: str | os.PathLike | None) -> str:
@@ -382,9 +379,16 @@ def wikisearch_tool(corpus: str | os.PathLike | None = None, k: int = 1, name: s
             holder["index"] = BM25Index(corpus) if corpus else default_index()
         return holder["index"]
 
+    searcher = WikiSearcher(index, k)
+
+    def exclude(text: str, title: str):
+        fn = searcher.excluding(text, title)
+        return fn, None, fn.skip.key()
+
     return Tool(
         name=name,
-        fn=WikiSearcher(index, k),
+        fn=searcher,
+        exclude=exclude,
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_DEFAULT,
