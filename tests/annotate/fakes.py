@@ -34,6 +34,9 @@ class FakeLM:
     def decode(self, ids) -> str:
         return "".join(map(chr, ids))
 
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        return self.encode(text), list(range(len(text)))
+
     def call_start_logprobs(self, prompt, texts, contexts=None):
         self.calls["positions"] += 1
         out = []

@@ -162,3 +162,65 @@ def test_the_search_selection_leaves_out_what_is_asked_and_what_is_held_out():
     assert sel.counts["documents"] == len(sel.docs) <= sel.counts["long_enough"] - len(held)  # held ones are all long
     assert [d.doc_id for d in sel.docs[:5]] == [d.doc_id for d in search_selection(0, ["wiki-cloze"], "/unused").docs[:5]]
     assert [d.doc_id for d in sel.docs[:5]] != [d.doc_id for d in search_selection(1, ["wiki-cloze"], "/unused").docs[:5]]
+
+
+def test_a_new_version_from_a_published_bank_annotates_nothing(tmp_path, small_corpus):
+    run(tmp_path, "v1", target_calls=0)
+    lm = FakeLM()
+    s = run(tmp_path, "v2", lm=lm, target_calls=0, bank=str(tmp_path / "v1"), merge="sequential")
+    assert lm.calls["sample"] == 0 and not (tmp_path / "v2" / "bank").exists()
+    assert s["merge"]["merge"] == "sequential" and s["merge"]["after"]["calls"] <= s["merge"]["before"]["calls"]
+    card = (tmp_path / "v2" / "README.md").read_text()
+    assert "## Version 2: the sequential merge" in card and f"--bank {tmp_path / 'v1'}" in card
+    assert (tmp_path / "v2" / "data" / "rescored.jsonl").exists()
+    with pytest.raises(ConfigError, match="holds no campaign bank"):
+        run(tmp_path, "v3", target_calls=0, bank=str(tmp_path / "nowhere"))
+
+
+def test_a_bank_that_ends_before_the_target_is_named(tmp_path, small_corpus):
+    run(tmp_path, "v1", target_calls=0, max_windows=1)
+    with pytest.raises(ConfigError, match="ends before shard 1"):
+        run(tmp_path, "v2", target_calls=0, bank=str(tmp_path / "v1"))
+
+
+def test_rerunning_a_tool_over_a_bank_keeps_the_calls_and_drops_what_the_fixed_tool_cannot_answer(
+        tmp_path, small_corpus):
+    from toolformer_kit.tools.base import Tool
+    from toolformer_kit.tools.calculator import calculate
+
+    run(tmp_path, "v1", target_calls=0)
+    old = [json.loads(line) for n in range(4) for line in (tmp_path / "v1" / "bank" / f"shard-{n:05d}.jsonl").open()]
+    fixed = calculator_tool()
+    fixed = Tool(fixed.name, lambda x: None if "*" in x else calculate(x), fixed.instruction, fixed.demonstrations,
+                 version="fixed")
+    lm = FakeLM()
+    cfg = C.CampaignConfig(out=str(tmp_path / "v2"), work=str(tmp_path / "work"), k=3, m=4, shard_size=1,
+                           progress=False, tau_f=0.5, target_calls=0, bank=str(tmp_path / "v1"),
+                           rerun_tools=["Calculator"])
+    C.run_campaign(cfg, lm=lm, tools=[fixed], executor=Executor(engine_factory=FakeEngine))
+    assert lm.calls["sample"] == 0  # the same calls: nothing sampled again
+    new = [json.loads(line) for n in range(4) for line in (tmp_path / "v2" / "bank" / f"shard-{n:05d}.jsonl").open()]
+    assert any("*" in c["input"] for c in old)
+    assert [c for c in old if "*" not in c["input"]] == new  # same result, same score; no result: dropped
+    info = json.loads((tmp_path / "v2" / "bank" / "shard-00000.json").read_text())
+    assert info["tools"]["Calculator"] == "fixed" and info["rerun"]["banked_before"] >= info["rerun"]["banked_after"]
+    with pytest.raises(ConfigError, match="give it with --bank"):
+        C.CampaignConfig(rerun_tools=["Calculator"])
+
+
+def test_a_rerun_result_that_changed_is_scored_again(tmp_path, small_corpus):
+    from toolformer_kit.tools.base import Tool
+    run(tmp_path, "v1", target_calls=0)
+    fixed = calculator_tool()
+    fixed = Tool(fixed.name, lambda x: "none", fixed.instruction, fixed.demonstrations, version="off")
+    cfg = C.CampaignConfig(out=str(tmp_path / "v2"), work=str(tmp_path / "work"), k=3, m=4, shard_size=1,
+                           progress=False, tau_f=0.5, target_calls=0, bank=str(tmp_path / "v1"),
+                           rerun_tools=["Calculator"])
+    C.run_campaign(cfg, lm=FakeLM(), tools=[fixed], executor=Executor(engine_factory=FakeEngine))
+    infos = [json.loads((tmp_path / "v2" / "bank" / f"shard-{n:05d}.json").read_text())["rerun"] for n in range(4)]
+    assert sum(i["rescored"] for i in infos) == sum(i["banked_before"] for i in infos) > 0
+    # a result without the text's digits no longer helps the fake M: every score falls to 0
+    old = [json.loads(line) for n in range(4) for line in (tmp_path / "v1" / "bank" / f"shard-{n:05d}.jsonl").open()]
+    new = [json.loads(line) for n in range(4) for line in (tmp_path / "v2" / "bank" / f"shard-{n:05d}.jsonl").open()]
+    assert max(c["score"] for c in old) > 0 and {c["score"] for c in new} == {0.0}
+    assert {c["result"] for c in new} == {"none"}

@@ -42,6 +42,7 @@ from ..eval.config import default_data_dir
 from .bank import FORMAT, Bank, Progress, bank_record
 from .corpora import heldout_for, write_search_corpus
 from .dataset_card import publish
+from .rerun import rerun_shard
 from .selection import math_selection, search_selection, solution_windows
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ class CampaignConfig:
     merge: str = stage_field(AnnotateConfig, "merge")
     bank: str = _f("", "build from this dataset folder's bank/ instead of OUT/bank, annotating nothing: a new version "
                        "of a published dataset (e.g. --merge sequential) from the same candidates")
+    rerun_tools: list[str] = _f([], "with --bank: run these tools again over its banked calls (same calls, the tool as "
+                                    "it is now, re-scored where a result changed) into OUT/bank, then go on "
+                                    "annotating there until the target")
     dtype: str = stage_field(AnnotateConfig, "dtype")
     work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
     progress: bool = stage_field(AnnotateConfig, "progress")
@@ -91,6 +95,12 @@ class CampaignConfig:
         if self.recipe == "search" and not self.tasks:
             self.tasks = list(SEARCH_TASKS)
         check_merge(self.merge)
+        if self.rerun_tools and not self.bank:
+            raise ConfigError("--rerun-tools re-runs the calls of another dataset's bank: give it with --bank")
+        unknown = sorted(set(self.rerun_tools) - set(RECIPES[self.recipe]))
+        if unknown:
+            raise ConfigError(f"--rerun-tools {','.join(unknown)}: the {self.recipe} recipe annotates "
+                              f"{', '.join(RECIPES[self.recipe])} only")
         if self.bank and Path(self.bank).resolve() == Path(self.out).resolve():
             self.bank = ""  # its own bank
         if self.tau_f < 0:
@@ -100,7 +110,7 @@ class CampaignConfig:
 # Settings a resumed campaign may change: they decide when to stop and what is published, not
 # what a shard holds.
 NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress",
-                "data_dir", "merge", "bank"}  # the corpus fingerprint guards what the data folder decides
+                "data_dir", "merge", "bank", "rerun_tools"}  # the corpus fingerprint guards what the data folder decides
 # Settings added after a bank was made, left out of its identity at their default (datasets/cstar-math resumes).
 ADDED_AT_DEFAULT = {"recipe": "math", "tasks": []}
 
@@ -156,9 +166,16 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
         write_search_corpus(search_corpus_path(cfg), heldout_for(cfg.tasks))
     lm, _ = load_models(acfg, lm, lm)
     docs, counts = campaign_windows(cfg, lambda s: len(lm.encode(s)))
-    bank = Bank(cfg.bank or cfg.out)
-    bank.open({"format": FORMAT, "settings": identity(cfg), "corpus": fingerprint(docs), "windows": len(docs),
-               "selection": counts})
+    bank = Bank(cfg.bank if cfg.bank and not cfg.rerun_tools else cfg.out)
+    source = Bank(cfg.bank) if cfg.rerun_tools else None
+    wanted = {"format": FORMAT, "settings": identity(cfg), "corpus": fingerprint(docs), "windows": len(docs),
+              "selection": counts}
+    for b in (Bank(cfg.bank),) if cfg.bank else ():
+        if not (b.dir / "campaign.json").is_file():
+            raise ConfigError(f"--bank {cfg.bank} holds no campaign bank ({b.dir}/campaign.json is missing); "
+                              "give a dataset folder made by toolformer campaign")
+        b.open(wanted)  # refuses a bank of other settings
+    bank.open(wanted)
     limit = len(docs) if cfg.max_windows <= 0 else min(cfg.max_windows, len(docs))
     size = max(1, cfg.shard_size)
     shards = [docs[i: i + size] for i in range(0, limit, size)]
@@ -171,13 +188,23 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
             if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
                 stopped = "target"
                 break
-            if cfg.bank:
-                raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
-                                  f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
-                                  "--target-calls / --max-windows to what it holds")
             if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
                 stopped = "time"
                 break
+            old = source.done(n) if source else None
+            if old is not None:
+                annot = annot or build_annotator(acfg, lm, lm, tools, executor)
+                start = time.perf_counter()
+                keep, info = rerun_shard(annot, shard, *old, cfg.rerun_tools)
+                info["rerun"]["seconds"] = round(time.perf_counter() - start, 2)
+                bank.write(n, keep, info)
+                prog.add(n, keep, info)
+                bar.update(1)
+                continue
+            if cfg.bank and not source:
+                raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
+                                  f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
+                                  "--target-calls / --max-windows to what it holds")
             annot = annot or build_annotator(acfg, lm, lm, tools, executor)
             start = time.perf_counter()
             cands, stats = annot.run(shard)

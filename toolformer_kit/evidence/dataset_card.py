@@ -60,7 +60,8 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
             "candidates_score_ge_0": len(cands), "dtype_shards": dict(dtypes),
             "tool_version_shards": dict(versions),
             "score_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
-            "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts}
+            "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts,
+            "rerun": rerun_totals(prog)}
 
 
 def _tools(cfg) -> list[str]:
@@ -93,6 +94,7 @@ def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str, res
     if getattr(cfg, "bank", ""):
         summary["bank"] = cfg.bank
     cstar = build_corpus_at(annotated, calls)
+    summary["copy_back"] = copy_back(cstar)
     write_atomic(out / "data" / "cstar.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cstar))
     # every annotated window, with or without a kept call: the paper's C (+CC trains on it; C* with
     # all texts is it with the calls of cstar.jsonl written in)
@@ -106,6 +108,39 @@ def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str, res
     verdict = json.loads(judged.read_text(encoding="utf-8")) if judged.exists() else None
     write_atomic(out / "README.md", card(cfg, summary, _rows(docs, calls), len(cstar), verdict))
     return summary
+
+
+def copy_back(cstar: Sequence[dict]) -> dict:
+    """Per tool: C*'s calls, and how many of their results stand word for word (case aside) in the
+    text being annotated. For WikiSearch and QA that is a look-up of the text itself, not a fact
+    the text lacks (issue 40); for the Calculator it is the point (the number written next).
+
+    >>> copy_back([{"original": "It was built by Gustave Eiffel.", "calls": [{"tool": "QA", "result": "Gustave Eiffel"},
+    ...            {"tool": "QA", "result": "1889"}]}])
+    {'QA': {'calls': 2, 'in_text': 1, 'share': 0.5}}
+    """
+    out: dict = {}
+    for r in cstar:
+        text = " ".join(r["original"].split()).casefold()
+        for c in r["calls"]:
+            row = out.setdefault(c["tool"], {"calls": 0, "in_text": 0})
+            row["calls"] += 1
+            row["in_text"] += " ".join((c["result"] or "").split()).casefold() in text
+    return {t: dict(v, share=round(v["in_text"] / v["calls"], 4)) for t, v in sorted(out.items())}
+
+
+def rerun_totals(prog: Progress) -> dict:
+    """Per re-run tool, the shard records of :mod:`.rerun` added up (empty if nothing was re-run)."""
+    out: Counter = Counter()
+    tools: set = set()
+    for _, _, info in prog.shards:
+        r = info.get("rerun")
+        if r:
+            tools.update(r["tools"])
+            out.update({k: v for k, v in r.items() if isinstance(v, (int, float)) and k != "seconds"})
+            out["shards"] += 1
+            out["seconds"] += r.get("seconds", 0.0)
+    return {"tools": sorted(tools), **dict(out)} if tools else {}
 
 
 def build_corpus_at(docs, calls) -> list[dict]:
@@ -280,6 +315,31 @@ def merge_lines(cfg, s: dict) -> list[str]:
     return lines + ["", "`data/rescored.jsonl`: every re-scored call with its score alone and after the earlier calls."]
 
 
+def rerun_lines(cfg, s: dict) -> list[str]:
+    """What re-running a tool over the source bank did (:mod:`.rerun`)."""
+    r = s.get("rerun") or {}
+    if not r:
+        return []
+    return ["", f"## Re-run: {', '.join(r['tools'])} executed again over the bank of `{cfg.bank}`", "",
+            f"The same sampled calls, nothing sampled again: {r.get('banked_before', 0)} banked calls of "
+            f"{', '.join(r['tools'])} in {r['shards']} shards ran again with the tool as it is now "
+            f"({r.get('same result', 0)} gave the same result and kept their score, {r.get('new result', 0)} a new "
+            f"one, re-scored by M, {r.get('no result', 0)} none and were dropped); {r.get('banked_after', 0)} "
+            "still score ≥ 0 and are banked. Calls the first run scored below 0 were never banked, so none of "
+            "them was re-run; the shards' histograms of all scores are the first run's. Shards past the source "
+            "bank were annotated afresh."]
+
+
+def copy_back_lines(s: dict) -> list[str]:
+    """The share of each search tool's results that the annotated text already holds word for word."""
+    rows = {t: v for t, v in (s.get("copy_back") or {}).items() if t != "Calculator"}
+    if not rows:
+        return []
+    return ["", "Results that stand word for word in their own text (a copy of the text, not a fact it lacks): "
+            + "; ".join(f"{t} {v['in_text']} of {v['calls']} ({100 * v['share']:.1f} %)" for t, v in rows.items())
+            + "."]
+
+
 def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str = "") -> list[str]:
     """The card sections every campaign shares: its best and borderline kept calls, then whether a
     random sample of them was judged useful (``where`` words the pointer to judged.json)."""
@@ -343,6 +403,7 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
              f"before its support rule): {s.get('tool_version_shards', {})}.",
              f"- Command: `{command(cfg)}`.",
              f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s) + merge_lines(cfg, s)
+    lines += rerun_lines(cfg, s) + copy_back_lines(s)
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
               f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]
     lines += _examples_and_judgement(rows, verdict)
