@@ -109,7 +109,9 @@ def test_a_sequentially_merged_run_is_not_refiltered(tmp_path):
 
 
 @pytest.mark.real_model
-def test_on_the_real_model_a_repeat_loses_its_gain_and_a_lone_call_keeps_its_score(smollm2):
+def test_on_the_real_model_a_later_call_is_scored_in_the_text_that_holds_the_earlier_one(smollm2):
+    """model_scorer against the paper's scorer run by hand: alone, the first call keeps its score;
+    after it, the repeat is scored on a text written out here by hand with the first call in it."""
     from toolformer_kit.annotate.positions import LEAD, token_at
     from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
 
@@ -118,13 +120,22 @@ def test_on_the_real_model_a_repeat_loses_its_gain_and_a_lone_call_keeps_its_sco
     doc = Document("d", text)
     first = _call(text.index(" 85"), "37 + 48", "85")
     repeat = _call(text.rindex(" 85"), "37 + 48", "85")
-    # each call alone, as the paper's filter scores it
-    ids, offsets = lm.encode_with_offsets(LEAD + text)
-    alone = [dataclasses.replace(c, score_position=token_at(offsets, c.char_offset)) for c in (first, repeat)]
-    score_candidates(BatchedScorer(lm), [ids], [0, 0], alone, {"Calculator": -100.0})
-    # the first call rescored with nothing before it: the same tokens, so the same score
-    (same,) = model_scorer(lm, {"Calculator": -100.0})([placed(doc, [], first)])
-    assert same.score == pytest.approx(alone[0].score, abs=1e-3)
-    # the repeat after the first is written in: its result is already in the text, so it helps less
+
+    def by_hand(body, call):
+        ids, offsets = lm.encode_with_offsets(LEAD + body)
+        call = dataclasses.replace(call, score_position=token_at(offsets, call.char_offset))
+        score_candidates(BatchedScorer(lm), [ids], [0], [call], {"Calculator": 0.5})
+        return call
+
+    alone = by_hand(text, first)
+    (same,) = model_scorer(lm, {"Calculator": 0.5})([placed(doc, [], first)])
+    assert same.score == pytest.approx(alone.score, abs=1e-3)
+    call_text = " [Calculator(37 + 48) -> 85]"
+    written = text[: first.char_offset] + call_text + text[first.char_offset:]
+    expected = by_hand(written, dataclasses.replace(repeat, char_offset=repeat.char_offset + len(call_text)))
     (after,) = model_scorer(lm, {"Calculator": 0.5})([placed(doc, [first], repeat)])
-    assert after.score < alone[1].score - 0.3, (after.score, alone[1].score)
+    assert after.char_offset == expected.char_offset and after.kept == expected.kept
+    assert after.score == pytest.approx(expected.score, abs=1e-3)
+    # and the earlier call did change what the model saw before the repeat
+    lone_repeat = by_hand(text, repeat)
+    assert abs(after.L_minus - lone_repeat.L_minus) > 1e-3
