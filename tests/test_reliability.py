@@ -473,3 +473,138 @@ def test_a_calculator_input_that_starts_with_a_minus_needs_no_double_dash(capsys
     """issue 29, item 15: argparse could take "-(2 + 3) * 4" for an option."""
     assert main(["tools", "run", "Calculator", "-(2 + 3) * 4"]) == 0
     assert capsys.readouterr().out.strip() == "-20"
+
+
+# ------------------------------------------------------------------ issue 44 (third round)
+# Rows D2, T1, W2 and the lock run the campaign: tests/evidence/test_campaign_reliability.py.
+def _chaining_results(folder, rounds):
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({"settings": {"rounds": rounds, "budgets": [1, 2, 3]}}))
+    (folder / "report.md").write_text("committed\n")
+
+
+def test_d1_chaining_never_replaces_results_of_another_configuration(tmp_path, capsys):
+    res = tmp_path / "results" / "chaining"
+    _chaining_results(res, ["round1=runs/math/train-tools"])
+    before = snapshot(tmp_path)
+    rc = main(["chaining", "--rounds", "r1=x", "--report-only", "--results", str(res), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "another configuration" in err and "--replace-results" in err and "Traceback" not in err
+    assert snapshot(tmp_path) == before
+
+
+def test_d1_the_same_configuration_may_rewrite_its_report(tmp_path):
+    from toolformer_kit.evidence.chaining import ChainingConfig, check_results
+
+    res = tmp_path / "r"
+    _chaining_results(res, ["r1=x"])
+    check_results(ChainingConfig(rounds=["r1=x"], results=str(res), other_tries=["results/a"]))  # no error
+    with pytest.raises(Exception, match="another configuration"):
+        check_results(ChainingConfig(rounds=["r1=x"], budgets=[1, 2], results=str(res)))
+    check_results(ChainingConfig(rounds=["r1=y"], results=str(res), replace_results=True))
+
+
+@pytest.mark.parametrize("rounds, budgets, match", [
+    ("r1=A,r1=B", "1,2", "names 'r1' twice"),                      # W1
+    ("r1=smollm2-135m", "1,1000000000", "at most 10 calls per input"),  # T4
+])
+def test_w1_t4_chaining_settings_that_cannot_be_run_are_one_line(tmp_path, capsys, rounds, budgets, match):
+    before = snapshot(tmp_path)
+    rc = main(["chaining", "--rounds", rounds, "--budgets", budgets, "--out", str(tmp_path / "o"),
+               "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err and "Traceback" not in err, err
+    assert snapshot(tmp_path) == before
+
+
+def test_t2_a_cut_published_dataset_is_one_error_naming_the_file_and_line(tmp_path):
+    from toolformer_kit.evidence.run import _rows
+    from toolformer_kit.files import DamagedFileError
+
+    path = tmp_path / "D" / "data" / "cstar.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"id": "a", "text": "x"}\n{"id": "b", "te')
+    with pytest.raises(DamagedFileError, match=r"cstar.jsonl is damaged at line 2 \(not JSON.*git checkout"):
+        _rows(path)
+    path.write_text('{"id": "a", "text": "x"}\n[1, 2]\n')
+    with pytest.raises(DamagedFileError, match="line 2 .*JSON object, not list"):
+        _rows(path)
+
+
+@pytest.mark.parametrize("summary, what", [("[1]", "not a JSON object"), ('{"tau_f": "abc"}', "tau_f 'abc'")])
+def test_t3_the_inspector_names_a_damaged_dataset_summary(tmp_path, summary, what):
+    from toolformer_kit.files import DamagedFileError
+    from toolformer_kit.inspector.data import load
+
+    ds = tmp_path / "ds"
+    (ds / "bank").mkdir(parents=True)
+    (ds / "data").mkdir()
+    (ds / "bank" / "campaign.json").write_text("{}")
+    (ds / "bank" / "shard-00000.jsonl").write_text(json.dumps(CANDIDATE) + "\n")
+    (ds / "data" / "summary.json").write_text(summary)
+    with pytest.raises(DamagedFileError, match=rf"summary.json is damaged \({what}"):
+        load([ds])
+
+
+CANDIDATE = {"doc_id": "d", "tool": "Calculator", "position": 1, "char_offset": 3, "p_i": 0.5, "sample": "",
+             "input": "1 + 2", "result": "3", "score": 1.0, "kept": True}
+
+
+def test_w7_a_bank_row_without_a_doc_id_is_skipped_not_a_404(tmp_path, caplog):
+    from toolformer_kit.inspector.data import load
+    from toolformer_kit.inspector.server import api
+
+    ds = tmp_path / "ds"
+    (ds / "bank").mkdir(parents=True)
+    (ds / "bank" / "campaign.json").write_text("{}")
+    bad = {k: v for k, v in CANDIDATE.items() if k != "doc_id"}
+    (ds / "bank" / "shard-00000.jsonl").write_text(json.dumps(CANDIDATE) + "\n" + json.dumps(bad) + "\n")
+    data = load([ds])
+    assert "skipped 1 row(s) that are not candidates" in caplog.text
+    body = api(data, "/api/candidates", {"limit": "500"})
+    assert len(body["rows"] if isinstance(body, dict) else body) == 1
+
+
+def test_t5_a_model_cache_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOOLFORMER_CACHE", "/etc/passwd")
+    rc = main(["generate", "--model", "smollm2-135m", "Hi"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "/etc/passwd is a file" in err and "TOOLFORMER_CACHE" in err and "Traceback" not in err, err
+
+
+def test_w6_a_studies_folder_that_does_not_exist_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOOLFORMER_STUDIES", str(tmp_path / "nonexistent"))
+    rc = main(["study", "scale", "--estimate"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "TOOLFORMER_STUDIES" in err and "is not a folder" in err and "Traceback" not in err, err
+
+
+class _Parrot:
+    """A translator that answers with a fixed line (what the LM did on W4 and W5)."""
+
+    name = "parrot"
+
+    def __init__(self, line):
+        self.line = line
+
+    def translate(self, text, lang):
+        return self.line
+
+
+@pytest.mark.parametrize("text, line", [
+    ("ᚠᛇᚻ᛫ᛒᛦᚦ᛫ᚠᚱᚩᚠᚢᚱ", "The museum opens at nine."),       # W4: runes, read as Amharic
+    ("xqzv brrrpt klmnq wxyz", "xqzv is a movie."),          # W5: letters at random
+    ("Der Zug fährt um acht Uhr ab.", "The museum opens at nine."),  # a demonstration echoed
+])
+def test_w4_w5_mt_gives_no_result_for_no_language_or_a_demonstration(text, line):
+    from toolformer_kit.tools.mt import translate
+
+    assert translate(text, _Parrot(line)) is None
+
+
+def test_mt_still_translates_real_text_and_the_demonstrations_own_source():
+    from toolformer_kit.tools.mt import translate
+
+    assert translate("Der Zug fährt um acht Uhr ab.", _Parrot("The train leaves at eight.")) == "The train leaves at eight."
+    assert translate("Il museo apre alle nove.", _Parrot("The museum opens at nine.")) == "The museum opens at nine."
+    assert translate("gato", _Parrot("cat")) == "cat"  # one word: identification is unsure, and allowed

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .config import ConfigError
 
@@ -38,8 +38,44 @@ def read_json(path: str | Path, fix: str = "") -> Any:
     except (ValueError, UnicodeDecodeError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise DamagedFileError(f"{path} is damaged (not JSON: {msg}{where}); "
-                               + (fix or f"it was cut off or edited: delete {path.parent} to redo what wrote it")) from None
+        raise DamagedFileError(f"{path} is damaged (not JSON: {msg}{where}); " + _fix(path, fix)) from None
+
+
+def read_jsonl(path: str | Path, fix: str = "", parse: Callable[[str], Any] = json.loads) -> list:
+    r"""Every row of a JSONL file another stage wrote (``parse`` turns a line into a row), or one
+    error naming the file, the line, what is wrong with it and ``fix``.
+
+    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "s.jsonl"
+    >>> _ = p.write_text('{"a": 1}\n{"a": 2')
+    >>> read_jsonl(p, "delete it to redo the stage")
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.files.DamagedFileError: ... is damaged at line 2 (not JSON: Expecting ',' delimiter); delete it to redo the stage
+    """
+    path = Path(path)
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if line.strip():
+                    rows.append(_parsed(parse, line, path, n, fix))
+    except UnicodeDecodeError as exc:
+        raise DamagedFileError(f"{path} is damaged (not UTF-8 text: {exc.reason}); " + _fix(path, fix)) from None
+    return rows
+
+
+def _parsed(parse, line: str, path: Path, n: int, fix: str):
+    try:
+        return parse(line)
+    except json.JSONDecodeError as exc:
+        why = f"not JSON: {exc.msg}"
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = str(exc) or type(exc).__name__
+    raise DamagedFileError(f"{path} is damaged at line {n} ({why}); " + _fix(path, fix))
+
+
+def _fix(path: Path, fix: str) -> str:
+    return fix or f"it was cut off or edited: delete {path.parent} to redo what wrote it"
 
 
 def write_atomic(path: str | Path, text: str) -> None:

@@ -29,8 +29,9 @@ def small_corpus(monkeypatch):
 
 
 def run(tmp_path, name="out", lm=None, **kw):
-    cfg = C.CampaignConfig(out=str(tmp_path / name), work=str(tmp_path / "work"), k=3, m=4, shard_size=1,
-                           progress=False, tau_f=0.5, **kw)
+    kw = {"shard_size": 1, **kw}
+    cfg = C.CampaignConfig(out=str(tmp_path / name), work=str(tmp_path / "work"), k=3, m=4, progress=False,
+                           tau_f=0.5, **kw)
     return C.run_campaign(cfg, lm=lm or FakeLM(), tools=[calculator_tool()],
                           executor=Executor(engine_factory=FakeEngine))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Optional
 
 from ..calls import ToolCall
@@ -77,10 +77,15 @@ class Candidate:
     def from_json(cls, line: str) -> "Candidate":
         data = json.loads(line)
         names = {f.name for f in fields(cls)}
+        if not isinstance(data, dict):
+            raise ValueError(f"a candidate record is a JSON object, not {type(data).__name__}")
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"candidate record has unknown field(s) {sorted(unknown)}; "
                              "was it written by another version of toolformer-kit?")
+        missing = [f.name for f in fields(cls) if f.name not in data and f.default is MISSING]
+        if missing:
+            raise ValueError(f"candidate record lacks field(s) {missing}")
         return cls(**data)
 
 
@@ -97,6 +102,8 @@ def write_jsonl(path, records) -> None:
             fh.write(rec.to_json() + "\n")
 
 
-def read_jsonl(path) -> list[Candidate]:
-    with open(path, encoding="utf-8") as fh:
-        return [Candidate.from_json(line) for line in fh if line.strip()]
+def read_jsonl(path, fix: str = "") -> list[Candidate]:
+    """The candidates of a JSONL log, or one error naming the file, the line and ``fix``."""
+    from ..files import read_jsonl as checked
+
+    return checked(path, fix, Candidate.from_json)

@@ -14,11 +14,12 @@ from ..annotate import records as R
 from ..annotate.merge import best_per_position
 from ..annotate.refilter import redecide
 from ..config import ConfigError
-from ..files import write_atomic
+from ..files import DamagedFileError, read_json, write_atomic
 
 FORMAT = "toolformer-kit campaign v1"
 BIN = 0.1  # nats: width of the score histogram's bins
 RANKS = ((1, 1), (2, 5), (6, 10), (11, 20))
+SHARD_KEYS = ("windows", "dtype", "stats", "score_histogram", "scored", "positions")  # what bank_record writes
 
 
 def histogram(scores: Iterable[float], width: float = BIN) -> dict[str, int]:
@@ -103,7 +104,10 @@ class Bank:
         """Create the bank, or check that it holds this campaign (one error naming the fix)."""
         head = self.dir / "campaign.json"
         if head.exists():
-            have = json.loads(head.read_text(encoding="utf-8"))
+            have = read_json(head, f"restore it (git checkout -- {head}) or pass a new --out")
+            if not isinstance(have, dict) or not isinstance(have.get("settings"), dict):
+                raise DamagedFileError(f"{head} is damaged (not a campaign's head: no settings); restore it "
+                                       f"(git checkout -- {head}) or pass a new --out")
             keys = ("format", "settings", "corpus", "windows")
             if any(have.get(k) != wanted.get(k) for k in keys):
                 diff = sorted(k for k in set(have.get("settings", {})) | set(wanted["settings"])
@@ -115,11 +119,28 @@ class Bank:
         self.dir.mkdir(parents=True, exist_ok=True)
         write_atomic(head, json.dumps(wanted, indent=1, ensure_ascii=False))
 
-    def done(self, n: int) -> tuple[list[R.Candidate], dict] | None:
-        path = self.shard(n)
+    def done(self, n: int, windows: Sequence[str] | None = None) -> tuple[list[R.Candidate], dict] | None:
+        """Shard ``n``'s candidates and record, None if it is not banked yet, or a
+        :class:`~toolformer_kit.files.DamagedFileError` naming the file when it cannot be what a
+        campaign wrote (cut, edited, or holding other ``windows`` than the campaign's shard n)."""
+        path, head = self.shard(n), self.shard(n, ".json")
         if not path.exists():
             return None
-        return R.read_jsonl(path), json.loads(self.shard(n, ".json").read_text(encoding="utf-8"))
+        fix = (f"restore the bank (git checkout -- {self.dir}), or delete {path.name} and {head.name} "
+               "to annotate that shard again")
+        if not head.is_file():
+            raise DamagedFileError(f"{head} is missing (it is written before {path.name}); {fix}")
+        cands = R.read_jsonl(path, fix)
+        info = read_json(head, fix)
+        missing = [k for k in SHARD_KEYS if not isinstance(info, dict) or k not in info]
+        if missing:
+            raise DamagedFileError(f"{head} is damaged (no {', '.join(missing)}); {fix}")
+        if windows is not None and info["windows"] != list(windows):
+            raise DamagedFileError(f"{head} holds other windows than the campaign's shard {n} "
+                                   f"({len(info['windows'])} vs {len(windows)}); {fix}")
+        if any(c.doc_id not in info["windows"] for c in cands):
+            raise DamagedFileError(f"{path} holds a candidate of a window outside its shard; {fix}")
+        return cands, info
 
     def write(self, n: int, keep: Sequence[R.Candidate], info: dict) -> None:
         write_atomic(self.shard(n, ".json"), json.dumps(info, ensure_ascii=False, sort_keys=True, separators=(",", ":")))

@@ -26,9 +26,13 @@ the machine runs, which each shard records).
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Sequence
 
 from tqdm.auto import tqdm
 
@@ -39,6 +43,7 @@ from ..annotate.runner import fingerprint
 from ..annotate.sequential import check_merge, model_scorer
 from ..config import ConfigError, config_field as _f, stage_field
 from ..eval.config import default_data_dir
+from ..files import DamagedFileError, read_json
 from .bank import FORMAT, Bank, Progress, bank_record
 from .corpora import heldout_for, write_search_corpus
 from .dataset_card import publish
@@ -53,6 +58,7 @@ SEARCH_TASKS = ["lama-trex", "lama-google-re", "lama-squad", "webquestions", "nq
 
 
 CALCULATOR = "the paper's Calculator setting"
+LOCK = ".campaign.lock"  # held while a campaign writes OUT (git-ignored)
 
 
 @dataclass
@@ -82,6 +88,8 @@ class CampaignConfig:
     rerun_tools: list[str] = _f([], "with --bank: run these tools again over its banked calls (same calls, the tool as "
                                     "it is now, re-scored where a result changed) into OUT/bank, then go on "
                                     "annotating there until the target")
+    replace_dataset: bool = _f(False, "publish even if OUT/data holds more annotated windows than this run would "
+                                      "(--max-windows below what is published, or a smaller bank)")
     dtype: str = stage_field(AnnotateConfig, "dtype")
     work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
     progress: bool = stage_field(AnnotateConfig, "progress")
@@ -110,7 +118,7 @@ class CampaignConfig:
 # Settings a resumed campaign may change: they decide when to stop and what is published, not
 # what a shard holds.
 NON_SEMANTIC = {"out", "tau_f", "report_tau_f", "target_calls", "max_windows", "max_minutes", "work", "progress",
-                "data_dir", "merge", "bank", "rerun_tools"}  # the corpus fingerprint guards what the data folder decides
+                "data_dir", "merge", "bank", "rerun_tools", "replace_dataset"}  # the corpus fingerprint guards what the data folder decides
 # Settings added after a bank was made, left out of its identity at their default (datasets/cstar-math resumes).
 ADDED_AT_DEFAULT = {"recipe": "math", "tasks": []}
 
@@ -156,7 +164,13 @@ def campaign_windows(cfg: CampaignConfig, count) -> tuple[list, dict]:
 
 def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dict:
     """Annotate shard after shard until C* holds ``target_calls`` after merging, the corpus (or
-    ``max_windows``) ends, or ``max_minutes`` pass; then publish what the bank holds."""
+    ``max_windows``) ends, or ``max_minutes`` pass; then publish what the bank holds. One campaign
+    at a time writes ``out`` (:func:`campaign_lock`)."""
+    with campaign_lock(cfg.out):
+        return _campaign(cfg, lm, tools, executor)
+
+
+def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     from ..annotate.build import build_annotator, load_models  # loads models: only when a run starts
 
     t0 = time.perf_counter()
@@ -177,13 +191,15 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
         b.open(wanted)  # refuses a bank of other settings
     bank.open(wanted)
     limit = len(docs) if cfg.max_windows <= 0 else min(cfg.max_windows, len(docs))
+    check_published(cfg, limit)
     size = max(1, cfg.shard_size)
-    shards = [docs[i: i + size] for i in range(0, limit, size)]
+    shards = [docs[i: min(i + size, limit)] for i in range(0, limit, size)]
+    own = bank.dir == Bank(cfg.out).dir
     prog, annot = Progress(), None
     bar = tqdm(total=len(shards), desc="shards", unit="shard", disable=not cfg.progress)
     stopped = "corpus"
     for n, shard in enumerate(shards):
-        have = bank.done(n)
+        have = banked(bank, n, shard, own)
         if have is None:
             if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
                 stopped = "target"
@@ -191,7 +207,7 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
             if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
                 stopped = "time"
                 break
-            old = source.done(n) if source else None
+            old = banked(source, n, shard, False) if source else None
             if old is not None:
                 annot = annot or build_annotator(acfg, lm, lm, tools, executor)
                 start = time.perf_counter()
@@ -223,10 +239,63 @@ def run_campaign(cfg: CampaignConfig, lm=None, tools=None, executor=None) -> dic
         stopped = "target"
     elif stopped == "corpus" and limit < len(docs):
         stopped = "max_windows"
+    check_published(cfg, sum(len(info["windows"]) for _, _, info in prog.shards))  # the bank may hold fewer
     rescore = None
     if cfg.merge == "sequential":
         rescore = model_scorer(lm, {t: cfg.tau_f for t in RECIPES[cfg.recipe]})
     return publish(cfg, docs, counts, prog, stopped, rescore)
+
+
+def banked(bank: Bank, n: int, shard: Sequence, own: bool):
+    """Shard ``n`` of ``bank`` if banked; a damaged shard of the campaign's own bank is annotated
+    again (a warning says which), one of a bank it only reads stops the run with the fix."""
+    try:
+        return bank.done(n, [d.doc_id for d in shard])
+    except DamagedFileError as exc:
+        if not own:
+            raise
+        log.warning("%s. Annotating shard %d again.", exc, n)
+        return None
+
+
+def published_windows(out: str | Path) -> int:
+    """How many annotated windows OUT/data/summary.json says the published dataset holds (0: none)."""
+    path = Path(out) / "data" / "summary.json"
+    if not path.is_file():
+        return 0
+    summary = read_json(path, f"restore it (git checkout -- {path}) or delete it to publish from the bank alone")
+    windows = summary.get("windows_annotated") if isinstance(summary, dict) else None
+    return windows if isinstance(windows, int) else 0
+
+
+def check_published(cfg: CampaignConfig, windows: int) -> None:
+    """Refuse to publish fewer windows than OUT already holds (a pilot run into a published
+    dataset's folder would replace its C* with a few texts), unless ``--replace-dataset``."""
+    have = published_windows(cfg.out)
+    if windows < have and not cfg.replace_dataset:
+        raise ConfigError(f"{cfg.out}/data holds {have} annotated windows and this run would publish at most "
+                          f"{windows}; pass a new --out for a pilot, or --replace-dataset to replace it")
+
+
+@contextmanager
+def campaign_lock(out: str | Path):
+    """One campaign at a time per folder: a second one would annotate the same shards twice."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    path = Path(out) / LOCK
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise ConfigError(f"another campaign is writing {out} (pid {fh.read().strip() or '?'}); wait for it to "
+                              "stop, or pass another --out") from None
+        fh.truncate(0)
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _dtype_of(lm) -> str:

@@ -37,7 +37,7 @@ from ..eval.config import EvalConfig, default_data_dir
 from ..eval.metrics import mean, wilson_ci
 from ..eval.setting import Setting
 from ..eval.verdict import diff_ci, load_records, paired, pct, with_ci
-from ..files import write_atomic
+from ..files import read_json, write_atomic
 from ..plots import pyplot, save
 from .funnel import operations
 from .results import git_commit
@@ -46,6 +46,9 @@ from .study_results import ran_calls
 log = logging.getLogger(__name__)
 
 SUBSETS = ("all", "2+ operations")
+MAX_BUDGET = 10  # calls per input: each adds CALL_TOKEN_BUDGET tokens to the decoding budget
+# Settings that change no number of the results (where records go, speed, what is listed beside).
+NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "eval_batch", "other_tries", "replace_results")
 
 
 @dataclass
@@ -71,8 +74,14 @@ class ChainingConfig:
     dtype: str = stage_field(EvalConfig, "dtype")
     threads: Optional[int] = stage_field(EvalConfig, "threads")
     data_dir: Optional[str] = stage_field(EvalConfig, "data_dir")
+    replace_results: bool = _f(False, "replace a --results folder whose results.json another configuration wrote")
 
     def __post_init__(self) -> None:
+        if max(self.budgets, default=1) > MAX_BUDGET:
+            from ..eval.harness import CALL_TOKEN_BUDGET
+
+            raise ConfigError(f"budgets {self.budgets}: at most {MAX_BUDGET} calls per input (each call takes up to "
+                              f"{CALL_TOKEN_BUDGET} tokens of the model's context); lower --budgets")
         if 1 not in self.budgets:
             raise ConfigError(f"budgets {self.budgets} must include 1 (the paper's budget, what the others are "
                               "compared with)")
@@ -90,6 +99,8 @@ class ChainingConfig:
             name, eq, model = item.partition("=")
             if not eq or not name.strip() or not model.strip():
                 raise ConfigError(f"--rounds entry {item!r} must look like NAME=FOLDER, e.g. round1=runs/math/train-tools")
+            if name.strip() in out:
+                raise ConfigError(f"--rounds names {name.strip()!r} twice; give each round its own name")
             out[name.strip()] = model.strip()
         return out
 
@@ -294,6 +305,7 @@ def run_chaining(cfg: ChainingConfig, command: str = "") -> Path:
 
     if not cfg.rounds:
         raise ConfigError("--rounds names no model; give NAME=FOLDER for each round's fine-tuned model")
+    check_results(cfg)
     ecfg = EvalConfig(tasks=list(cfg.tasks), tools=["Calculator"], data_dir=cfg.data_dir, out=str(Path(cfg.out) / "eval"),
                       limit=cfg.eval_limit, batch_size=cfg.eval_batch, seed=cfg.seed, bootstrap=cfg.bootstrap,
                       dtype=cfg.dtype, threads=cfg.threads)
@@ -303,7 +315,24 @@ def run_chaining(cfg: ChainingConfig, command: str = "") -> Path:
     return write_chaining(cfg, command)
 
 
+def check_results(cfg: ChainingConfig) -> None:
+    """Refuse to replace results another configuration wrote (``--report-only`` with other rounds
+    would rewrite a committed results/chaining as "nothing evaluated"), as ``experiment`` does."""
+    made = Path(cfg.results) / "results.json"
+    if cfg.replace_results or not made.is_file():
+        return
+    try:
+        theirs = read_json(made).get("settings", {})
+    except (ConfigError, AttributeError):
+        theirs = None
+    ours = to_dict(cfg)
+    if not isinstance(theirs, dict) or any(ours.get(k) != v for k, v in theirs.items() if k not in NOT_EVIDENCE):
+        raise ConfigError(f"--results {cfg.results} holds evidence from another configuration ({made}); "
+                          "pass --results DIR to write elsewhere, or --replace-results to replace it")
+
+
 def write_chaining(cfg: ChainingConfig, command: str) -> Path:
+    check_results(cfg)
     folder = Path(cfg.results)
     folder.mkdir(parents=True, exist_ok=True)
     res = collect(cfg) | {"command": command, "seed": cfg.seed, "commit": git_commit(), "settings": to_dict(cfg),

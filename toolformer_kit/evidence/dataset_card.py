@@ -370,7 +370,8 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
     sel = s["selection"]
     at = s["kept"][[k["tau_f"] for k in s["kept"]].index(cfg.tau_f)]
     lines = [_header(n_texts, f"WikiSearch and QA, {cfg.model} as M"),
-             f"# C* for WikiSearch and QA: {cfg.model} annotating Wikipedia summaries at the paper's τf", "",
+             f"# C* for WikiSearch and QA: {cfg.model} annotating Wikipedia summaries"
+             + (" at the paper's τf" if cfg.tau_f == 1.0 else f" at τf {cfg.tau_f} (the paper's is 1.0)"), "",
              f"**{published_calls(cfg, s)} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**"
              f"{paper_count_note(cfg, s)}, from "
              f"{s['windows_annotated']} of {s['windows_selected']} selected windows "

@@ -28,7 +28,7 @@ from ..eval.probe import call_probe, probe_points
 from ..eval.report import write_report
 from ..eval.setting import DISABLED, Setting
 from ..eval.tasks import subset
-from ..files import read_json, write_atomic
+from ..files import read_json, read_jsonl, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..pipeline import stages
 from ..tools import get_tool
@@ -110,7 +110,17 @@ class Ledger:
 
 
 def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """A JSONL file a stage or a published dataset holds, or one error naming it and the fix."""
+    fix = (f"restore it (git checkout -- {path}) if it is a published dataset's, or delete the stage's folder "
+           f"({path.parent}) to redo it")
+    return read_jsonl(path, fix, _object)
+
+
+def _object(line: str) -> dict:
+    row = json.loads(line)
+    if not isinstance(row, dict):
+        raise ValueError(f"a row is a JSON object, not {type(row).__name__}")
+    return row
 
 
 def _jsonl(path: Path, rows) -> None:

@@ -121,7 +121,11 @@ class StudyConfig:
 def studies_dir() -> Path:
     """``$TOOLFORMER_STUDIES``, else ``configs/studies`` in the repository."""
     if os.environ.get(STUDIES_ENV):
-        return Path(os.environ[STUDIES_ENV]).expanduser()
+        folder = Path(os.environ[STUDIES_ENV]).expanduser()
+        if not folder.is_dir():  # else every study would silently run at the built-in defaults
+            raise ConfigError(f"${STUDIES_ENV}={os.environ[STUDIES_ENV]} is not a folder; point it at a folder of "
+                              "study YAML files, or unset it to use configs/studies")
+        return folder
     return Path(__file__).resolve().parents[2] / "configs" / "studies"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..annotate.filter import is_kept
 from ..annotate.settings import resolve_run
-from ..files import read_json
+from ..files import DamagedFileError, read_json
 from ..tools import BUILTIN, TOOLS, get_tool
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,29 @@ def finite_or_none(value):
     return num if num - num == 0 else None
 
 
+def _candidates(rows: list, folder: Path, source: str) -> list[dict]:
+    """The rows that are candidates (a JSON object with a ``doc_id``), keyed; the others are
+    skipped with one warning naming ``source`` (an edited file must not break the page)."""
+    good = [c for c in rows if isinstance(c, dict) and "doc_id" in c]
+    if len(good) < len(rows):
+        log.warning("%s: skipped %d row(s) that are not candidates (no doc_id)", source, len(rows) - len(good))
+    return [_candidate(c, f"{folder.name}:{i}") for i, c in enumerate(good)]
+
+
+def _summary(path: Path) -> dict:
+    """A run's or a dataset's summary.json: a JSON object whose ``tau_f`` (if any) is a number or
+    a number per tool, or one error naming the file."""
+    fix = f"restore it (git checkout -- {path}) or delete it (the inspector then shows each stored decision)"
+    summary = read_json(path, fix)
+    tau = summary.get("tau_f") if isinstance(summary, dict) else None
+    ok = isinstance(summary, dict) and (tau is None or finite_or_none(tau) is not None or (
+        isinstance(tau, dict) and all(finite_or_none(v) is not None for v in tau.values())))
+    if not ok:
+        what = "not a JSON object" if not isinstance(summary, dict) else f"tau_f {tau!r} is not a number"
+        raise DamagedFileError(f"{path} is damaged ({what}); {fix}")
+    return summary
+
+
 def _candidate(c: dict, key: str) -> dict:
     for name in NUMERIC:
         if name in c:
@@ -84,8 +107,7 @@ def _texts(rows: list, field: str) -> dict[str, str]:
 
 
 def load_annotation(folder: Path, data: InspectData) -> None:
-    cands = [_candidate(c, f"{folder.name}:{i}") for i, c in enumerate(_jsonl(folder / "candidates.jsonl"))
-             if isinstance(c, dict)]
+    cands = _candidates(_jsonl(folder / "candidates.jsonl"), folder, str(folder / "candidates.jsonl"))
     data.candidates += cands
     for name, field in (("documents.jsonl", "text"), ("corpus.jsonl", "original")):  # C* keeps the original
         if (folder / name).is_file():
@@ -93,7 +115,9 @@ def load_annotation(folder: Path, data: InspectData) -> None:
                 data.documents.setdefault(k, v)
     summary = {}
     if (folder / "summary.json").is_file():
-        summary = read_json(folder / "summary.json")
+        summary = _summary(folder / "summary.json")
+        if not isinstance(summary.get("tau_f", {}), dict):
+            summary["tau_f"] = {}
         data.summaries.append({"source": str(folder), **summary})
     made = read_json(folder / "manifest.json").get("settings", {}) if (folder / "manifest.json").is_file() else {}
     data.tau_f.update(run_tau_f(summary, {c["tool"] for c in cands}, made))
@@ -122,15 +146,16 @@ def run_tau_f(summary: dict, tools: set[str], settings: dict | None = None) -> d
 def load_campaign(folder: Path, data: InspectData) -> None:
     """A campaign's dataset folder (``toolformer campaign``): its banked candidates (score ≥ 0) and
     C*; the calls are judged at the τf its summary names."""
-    cands = [_candidate(c, f"{folder.name}:{i}") for i, c in
-             enumerate(c for p in sorted((folder / "bank").glob("shard-*.jsonl")) for c in _jsonl(p))
-             if isinstance(c, dict)]
+    cands = _candidates([c for p in sorted((folder / "bank").glob("shard-*.jsonl")) for c in _jsonl(p)], folder,
+                        str(folder / "bank"))
     data.candidates += cands
     if (folder / "data" / "cstar.jsonl").is_file():
         for k, v in _texts(_jsonl(folder / "data" / "cstar.jsonl"), "original").items():
             data.documents.setdefault(k, v)
     summary_path = folder / "data" / "summary.json"
-    summary = read_json(summary_path) if summary_path.is_file() else {}
+    summary = _summary(summary_path) if summary_path.is_file() else {}
+    if isinstance(summary.get("tau_f"), dict):
+        summary = {k: v for k, v in summary.items() if k != "tau_f"}  # a campaign's τf is one number
     if summary:
         data.summaries.append({"source": str(folder), "campaign": True, **summary})
     if "tau_f" in summary:

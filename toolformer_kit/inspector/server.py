@@ -70,7 +70,7 @@ def segments(text: str) -> list[dict]:
 
 def candidate_view(c: dict, documents: dict[str, str]) -> dict:
     """A candidate with its document cut around the call position."""
-    text = documents.get(str(c["doc_id"]))
+    text = documents.get(str(c.get("doc_id")))
     view = {k: v for k, v in c.items() if not k.startswith("_")} | {"key": c["_key"]}
     if text is None:
         return view | {"before": None, "call_text": None, "after": None}

@@ -105,11 +105,22 @@ class ModelError(RuntimeError):
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
     """Flag > $TOOLFORMER_CACHE > $XDG_CACHE_HOME/toolformer-kit > ~/.cache/toolformer-kit."""
     if override:
-        return Path(override).expanduser()
+        return _folder(Path(override).expanduser(), "--cache")
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
+        return _folder(Path(os.environ[CACHE_ENV]).expanduser(), f"${CACHE_ENV}")
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "toolformer-kit"
+    return _folder(Path(xdg) / "toolformer-kit", "$XDG_CACHE_HOME")
+
+
+def _folder(path: Path, source: str) -> Path:
+    """``path`` unless it, or a parent, exists as something other than a folder."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ModelError(f"the model cache {path} ({source}) cannot be a folder: {p} is a file; "
+                                 f"point {source} at a folder")
+            return path
+    return path
 
 
 def model_dir(name: str, cache: str | os.PathLike | None = None) -> Path:

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import threading
+import unicodedata
 from pathlib import Path
 from typing import Optional, Protocol
 
@@ -164,16 +165,52 @@ class Seq2SeqTranslator:
         return first_line(tok.decode(out[0], skip_special_tokens=True)) or None
 
 
+# The scripts a language is written in (a letter's Unicode name starts with one); LATIN otherwise.
+SCRIPTS = {"am": {"ETHIOPIC"}, "ar": {"ARABIC"}, "fa": {"ARABIC"}, "ur": {"ARABIC"}, "be": {"CYRILLIC"},
+           "bg": {"CYRILLIC"}, "kk": {"CYRILLIC"}, "mk": {"CYRILLIC"}, "ru": {"CYRILLIC"}, "uk": {"CYRILLIC"},
+           "sr": {"CYRILLIC", "LATIN"}, "bn": {"BENGALI"}, "el": {"GREEK"}, "he": {"HEBREW"}, "hi": {"DEVANAGARI"},
+           "hy": {"ARMENIAN"}, "ka": {"GEORGIAN"}, "ta": {"TAMIL"}, "th": {"THAI"}, "zh": {"CJK"},
+           "ja": {"CJK", "HIRAGANA", "KATAKANA"}, "ko": {"HANGUL", "CJK"}}
+REVISION = 2  # 2: no result for text that is no language, or for a demonstration echoed (issue 44)
+UNSURE = 0.3  # below this, 3+ words are no language py3langid knows (2 of 1,800 MLQA questions fall below)
+
+
+def identified(text: str, lang: str, prob: float) -> bool:
+    """Whether ``text`` reads as ``lang``: most of its letters in that language's script (runes are
+    no Amharic, whatever the identifier says), and for 3+ words an identification better than
+    :data:`UNSURE` (letters typed at random spread their probability over many languages).
+
+    >>> identified("Die Katze schläft.", "de", 0.99), identified("ᚠᛇᚻ᛫ᛒᛦᚦ", "am", 0.98)
+    (True, False)
+    >>> identified("xqzv brrrpt klmnq wxyz", "cs", 0.11), identified("gato", "it", 0.04)
+    (False, True)
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    scripts = SCRIPTS.get(lang, {"LATIN"})
+    inside = sum(unicodedata.name(ch, "").split(" ")[0] in scripts for ch in letters)
+    if not letters or inside < 0.5 * len(letters):
+        return False
+    return prob >= UNSURE or len(text.split()) < 3
+
+
 def translate(text: str, translator: Translator) -> Optional[str]:
-    """English for a non-English ``text``; None for English or text with no language in it."""
+    """English for a non-English ``text``; None for English, for text that is no language
+    (:func:`identified`), and for an output that only repeats the input or one of the prompt's
+    worked translations."""
     lang, prob = detect_language(text)
     log.debug("MT input language %s (p=%.2f)", lang, prob)
-    if lang == "en" or not any(ch.isalpha() for ch in text):
+    if lang == "en" or not identified(text, lang, prob):
         return None
     result = translator.translate(text, lang)
-    if result and result.strip().lower() == text.strip().lower():
+    if result and _same(result, text):
         return None  # an echo is not a translation
+    if result and any(_same(result, tgt) and not _same(text, src) for _, src, tgt in TRANSLATION_EXAMPLES):
+        return None  # the prompt's own example, not this text's translation
     return result
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold().rstrip(".") == " ".join(b.split()).casefold().rstrip(".")
 
 
 def _demo(before: str, phrase: str, after: str) -> tuple[str, str]:
@@ -228,7 +265,7 @@ def mt_tool(model: str | None = None, lm: LanguageModel | None = None,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_CALCULATOR_MT,
         description="language ID (py3langid) + translation into English (default: Qwen 0.5B)",
-        version=f"translator={chosen.name}",
+        version=f"translator={chosen.name}|rev{REVISION}",
         timeout=60.0,
         concurrency=1,
         prepare=prepare,
