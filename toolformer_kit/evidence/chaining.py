@@ -350,8 +350,38 @@ def other_try(folder: str) -> dict:
     path = Path(folder) / "results.json"
     if not path.is_file():
         return {"results": folder, "missing": True}
-    r = json.loads(path.read_text(encoding="utf-8"))
-    return {"results": folder, "verdict": r.get("verdict"), "command": r.get("command"), "commit": r.get("commit")}
+    r = read_json(path)
+    return {"results": folder, "verdict": r.get("verdict"), "command": r.get("command"), "commit": r.get("commit"),
+            "rounds": {name: {b: {k: c.get(k) for k in ("n", "accuracy", "ci95", "repeat_rate")}
+                              for b, subs in budgets.items() for c in [subs.get("all") or {}]}
+                       for name, budgets in (r.get("rounds") or {}).items()}}
+
+
+def beside_rows(res: Mapping) -> list[list]:
+    """Each round of this run and of the other tries, on every problem, per budget: accuracy and
+    the repeat rate, each with its Wilson interval (two runs on the same problems; unpaired, as the
+    other tries' eval records are not here)."""
+    runs = [("this run", res["rounds"])] + [(t["results"], t.get("rounds") or {}) for t in res.get("tries") or []]
+    rows = []
+    for source, rounds in runs:
+        for name, budgets in rounds.items():
+            for b, c in budgets.items():
+                c = c.get("all", c)
+                if not c.get("n") or c.get("repeat_rate") is None:
+                    continue
+                hits = round(c["repeat_rate"] * c["n"])
+                lo, hi = wilson_ci([True] * hits + [False] * (c["n"] - hits))
+                rows.append([source, name, b, c["n"], with_ci(c), f"{100 * c['repeat_rate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"])
+    return rows
+
+
+def beside_blocks(res: Mapping) -> list[R.Block]:
+    if not res.get("tries"):
+        return []
+    return [R.Block("h2", "Beside the other tries: accuracy and repeats, on every problem"),
+            R.Block("table", header=["results", "round", "calls allowed", "n", "accuracy % [95% CI]",
+                                     "repeat stopped % [Wilson 95% CI]"], rows=beside_rows(res)),
+            R.Block("p", "Two intervals apart are a difference; overlapping ones are not shown to differ.")]
 
 
 def tries_blocks(tries: Sequence[Mapping]) -> list[R.Block]:
@@ -381,6 +411,7 @@ def report_blocks(res: Mapping, plot: str | None) -> list[R.Block]:
     if plot:
         blocks.append(R.Block("img", "accuracy against the call budget, per round", path=plot))
     blocks += tries_blocks(res.get("tries") or [])
+    blocks += beside_blocks(res)
     blocks += typed_blocks(res.get("typed") or {})
     blocks += training_blocks(res.get("training") or {})
     if res["examples"]:
