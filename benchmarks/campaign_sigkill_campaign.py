@@ -30,7 +30,7 @@ PROBLEMS = [("Ann has 12 cows and buys 30 more. How many?", "She has 42 cows now
             ("Bo reads 10 pages and 15 more. How many?", "He read 25 pages, so 25 pages."),
             ("Cy walks 3 km and runs 5 km. How far?", "He went 8 km, so 8 km.")]
 DELAY = 0.03  # seconds added to each fake model call
-TIMING = ("seconds", "finished_at")  # a shard record's fields that say when, not what
+TIMING = ("seconds", "finished_at")  # a shard record's fields that say when, not what (and stats.seconds)
 
 
 def child(out: str) -> None:
@@ -51,7 +51,9 @@ def child(out: str) -> None:
 
     docs = [Document(f"g{i}", f"{q.replace('12', str(12 + i))}\n{s}", {"question_chars": len(q) + 1})
             for i, (q, s) in enumerate(PROBLEMS * 3)]
-    C.math_selection = lambda seed, wiki: Selection(docs, {"gsm8k_problems": len(docs), "documents": len(docs)})
+    n = len(docs)
+    C.math_selection = lambda seed, wiki: Selection(docs, {"gsm8k_problems": n, "gsm8k_no_written_sum": n,
+                                                           "gsm8k_by_hardness": {"0": n}, "documents": n})
     cfg = C.CampaignConfig(out=out, work=out + "-work", k=3, m=4, shard_size=1, progress=False, tau_f=0.5,
                            target_calls=0)
     C.run_campaign(cfg, lm=SlowLM(), tools=[calculator_tool()], executor=Executor(engine_factory=FakeEngine))
@@ -62,6 +64,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
     for p in sorted((folder / "bank").glob("shard-*")):
         if p.suffix == ".json":
             info = {k: v for k, v in json.loads(p.read_text()).items() if k not in TIMING}
+            info["stats"] = {k: v for k, v in info["stats"].items() if k != "seconds"}
             files[p.name] = json.dumps(info, sort_keys=True).encode()
         else:
             files[p.name] = p.read_bytes()
@@ -106,8 +109,9 @@ def main() -> int:
         banked = [line for n, b in got.items() if n.endswith(".jsonl") and n.startswith("shard") for line in b.splitlines()]
         duplicated += len(banked) - len(set(banked))
         same += got == ref
+        differ = sorted(n for n in set(ref) | set(got) if ref.get(n) != got.get(n))
         print(f"kill {i:>2} at {moment:5.2f} s: {before:>2} shard(s) banked before, "
-              f"{'identical' if got == ref else 'DIFFERENT'}")
+              f"{'identical' if got == ref else 'DIFFERENT: ' + ', '.join(differ)}")
     shards = sum(n.endswith(".jsonl") and n.startswith("shard") for n in ref)
     print(f"reference campaign: shard work {span:.2f} s, {shards} shards; {args.kills} kills, {interrupted} mid-run, "
           f"{same}/{args.kills} resumed datasets identical, {duplicated} duplicated candidate(s)")

@@ -608,3 +608,16 @@ def test_mt_still_translates_real_text_and_the_demonstrations_own_source():
     assert translate("Der Zug fährt um acht Uhr ab.", _Parrot("The train leaves at eight.")) == "The train leaves at eight."
     assert translate("Il museo apre alle nove.", _Parrot("The museum opens at nine.")) == "The museum opens at nine."
     assert translate("gato", _Parrot("cat")) == "cat"  # one word: identification is unsure, and allowed
+
+
+@pytest.mark.slow
+def test_sigkill_over_the_campaign_command_publishes_the_same_dataset():
+    """benchmarks/campaign_sigkill_campaign.py (issue 44): 20 seeded SIGKILL moments over
+    ``campaign``, each resumed; the published dataset and the bank equal an uninterrupted run's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "campaign_sigkill_campaign.py"
+    proc = subprocess.run([sys.executable, str(script), "--kills", "20"], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0 and "20/20 resumed datasets identical, 0 duplicated" in proc.stdout, proc.stdout
