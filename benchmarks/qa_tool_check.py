@@ -29,12 +29,16 @@ def answerers(args, lm, reader_class) -> dict:
     """One QA reader per retrieval, and per sentence count for sentence retrieval (named
     "sentences" when there is one count, else "sentences-5" etc.)."""
     tops = [int(n) for n in (args.sentences or "").split(",") if n] or [0]
+    searches = [s for s in getattr(args, "search", "bm25").split(",") if s]
     out = {}
     for r in (r for r in args.retrievals.split(",") if r):
         for top in tops if r == "sentences" else [0]:
-            name = f"{r}-{top}" if r == "sentences" and len(tops) > 1 else r
-            extra = {"top": top} if top else {}  # else the tool's own SENTENCES
-            out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r, **extra)
+            for search in searches:
+                name = f"{r}-{top}" if r == "sentences" and len(tops) > 1 else r
+                name += "" if search == "bm25" else f"+{search}"
+                extra = {"top": top} if top else {}  # else the tool's own SENTENCES
+                out[name] = reader_class(model=args.model, lm=lm, corpus=args.corpus, retrieval=r,
+                                         search=search, **extra)
     return out
 
 
@@ -42,6 +46,8 @@ def main(argv=None, lm=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="the reader (default: the QA tool's, $TOOLFORMER_QA_MODEL or Qwen 0.5B)")
     ap.add_argument("--retrievals", default="sentences", help="sentences, passages, or both (sentences,passages)")
+    ap.add_argument("--search", default="bm25",
+                    help="which passages the reader reads: bm25, dense, hybrid, or several (bm25,dense) to compare")
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks; missing files are skipped")
     ap.add_argument("--limit", type=int, default=30, help="retrievable questions per task")
     ap.add_argument("--limit-other", type=int, default=15, help="not-retrievable questions per task")

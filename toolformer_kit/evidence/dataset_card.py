@@ -111,22 +111,34 @@ def publish(cfg, docs: Sequence, counts: dict, prog: Progress, stopped: str, res
 
 
 def copy_back(cstar: Sequence[dict]) -> dict:
-    """Per tool: C*'s calls, and how many of their results stand word for word (case aside) in the
-    text being annotated. For WikiSearch and QA that is a look-up of the text itself, not a fact
-    the text lacks (issue 40); for the Calculator it is the point (the number written next).
+    """Per tool: C*'s calls, how many of their results stand word for word (case aside) anywhere in
+    the text being annotated (``in_text``), and how many already stand before the call
+    (``before_call``). For WikiSearch and QA the second is a fact the text already holds, never
+    useful; a result that stands only after the call is useful when it came from another document
+    (the text then uses it, the paper's pattern) and a copy when it came from the text itself,
+    which the tools' self-exclusion now rules out (issue 40). For the Calculator both are the point
+    (the number written next).
 
-    >>> copy_back([{"original": "It was built by Gustave Eiffel.", "calls": [{"tool": "QA", "result": "Gustave Eiffel"},
-    ...            {"tool": "QA", "result": "1889"}]}])
-    {'QA': {'calls': 2, 'in_text': 1, 'share': 0.5}}
+    >>> copy_back([{"original": "It was built by Gustave Eiffel, Eiffel said.", "calls": [
+    ...     {"tool": "QA", "result": "Gustave Eiffel", "char_offset": 16},
+    ...     {"tool": "QA", "result": "Eiffel", "char_offset": 33}, {"tool": "QA", "result": "1889"}]}])
+    {'QA': {'calls': 3, 'in_text': 2, 'before_call': 1, 'share': 0.6667, 'before_share': 0.3333}}
     """
     out: dict = {}
     for r in cstar:
-        text = " ".join(r["original"].split()).casefold()
+        text = r["original"]
         for c in r["calls"]:
-            row = out.setdefault(c["tool"], {"calls": 0, "in_text": 0})
+            row = out.setdefault(c["tool"], {"calls": 0, "in_text": 0, "before_call": 0})
+            result = _words(c["result"] or "")
             row["calls"] += 1
-            row["in_text"] += " ".join((c["result"] or "").split()).casefold() in text
-    return {t: dict(v, share=round(v["in_text"] / v["calls"], 4)) for t, v in sorted(out.items())}
+            row["in_text"] += result in _words(text)
+            row["before_call"] += result in _words(text[:c.get("char_offset", 0)])
+    return {t: dict(v, share=round(v["in_text"] / v["calls"], 4), before_share=round(v["before_call"] / v["calls"], 4))
+            for t, v in sorted(out.items())}
+
+
+def _words(s: str) -> str:
+    return " ".join(s.split()).casefold()
 
 
 def rerun_totals(prog: Progress) -> dict:
@@ -331,13 +343,19 @@ def rerun_lines(cfg, s: dict) -> list[str]:
 
 
 def copy_back_lines(s: dict) -> list[str]:
-    """The share of each search tool's results that the annotated text already holds word for word."""
+    """The share of each search tool's results that the annotated text holds word for word:
+    anywhere, and before the call (a fact the text already holds)."""
     rows = {t: v for t, v in (s.get("copy_back") or {}).items() if t != "Calculator"}
     if not rows:
         return []
-    return ["", "Results that stand word for word in their own text (a copy of the text, not a fact it lacks): "
+    return ["", "Results that stand word for word in their own text: "
             + "; ".join(f"{t} {v['in_text']} of {v['calls']} ({100 * v['share']:.1f} %)" for t, v in rows.items())
-            + "."]
+            + "; of them already before the call (a fact the text holds, not one it lacks): "
+            + "; ".join(f"{t} {v.get('before_call', '?')} of {v['calls']} ({100 * v.get('before_share', 0):.1f} %)"
+                        for t, v in rows.items())
+            + ". A result that stands only after its call is the paper's pattern (the text then writes the fact) "
+            "when it came from another summary; the tools never see the summary being annotated, so none is "
+            "a copy of it.", ""]
 
 
 def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str = "") -> list[str]:

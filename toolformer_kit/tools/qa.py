@@ -76,6 +76,7 @@ TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts 
 READER_REVISION = 3
 MIN_SUPPORT = 0.35  # share of the question's word weight the answer's sentence must hold (support())
 RETRIEVALS = ("sentences", "passages")
+SEARCHES = ("bm25", "dense", "hybrid")  # which passages: see tools/dense.py
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been being it its this that these those "
     "what which who whom whose when where why how did do does has have had as into than then there their his her "
@@ -402,7 +403,7 @@ class QAReader:
 
     def __init__(self, model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
                  k: int | None = None, retrieval: str = "sentences", top: int = SENTENCES,
-                 dtype: str | None = None):
+                 dtype: str | None = None, search: str = "bm25"):
         if retrieval not in RETRIEVALS:
             raise ConfigError(f"unknown QA retrieval {retrieval!r}; use one of {', '.join(RETRIEVALS)}")
         self.sentence_level = retrieval == "sentences"
@@ -410,12 +411,31 @@ class QAReader:
         self.reader = LazyLM(model, MODEL_ENV, lm, dtype)
         self.corpus = corpus
         self.top = top
+        if search not in SEARCHES:
+            raise ConfigError(f"unknown QA search {search!r}; use one of {', '.join(SEARCHES)}")
+        self.search = search
         self._index: Optional[BM25Index] = None
 
     def index(self) -> BM25Index:
+        """The passages' index: BM25, or a :class:`~.dense.Retriever` (dense or hybrid) over it."""
         if self._index is None:
-            self._index = BM25Index(self.corpus) if self.corpus else default_index()
+            bm25 = BM25Index(self.corpus) if self.corpus else default_index()
+            if self.search == "bm25":
+                self._index = bm25
+            else:
+                from .dense import Retriever  # lazy: numpy vectors and the embedder only when asked
+
+                self._index = Retriever(bm25, self.search)
         return self._index
+
+    @property
+    def search_version(self) -> str:
+        """"" for BM25 (the versions, and the cache, of earlier runs stay valid), else the retrieval's."""
+        if self.search == "bm25":
+            return ""
+        from .dense import Retriever
+
+        return f"|search={Retriever.describe(self.search)}"
 
     def excluding(self, text: str, title: str = "") -> "QAReader":
         """This reader (the same model and index) over its corpus without the document ``text``."""
@@ -446,12 +466,14 @@ class QAReader:
 
 
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
-            k: int | None = None, name: str = "QA", retrieval: str = "sentences", dtype: str | None = None) -> Tool:
+            k: int | None = None, name: str = "QA", retrieval: str = "sentences", dtype: str | None = None,
+            search: str = "bm25") -> Tool:
     """A QA tool: BM25 passages from ``corpus`` read by ``lm`` (or the model named ``model``);
     ``retrieval`` "sentences" (the best sentences of the top ``k`` = 3 passages, a grounded span or
     nothing) or "passages" (the top ``k`` = 2 passages, the reader's answer as it is); ``dtype`` the
-    reader's (default ``$TOOLFORMER_TOOL_DTYPE``, else auto)."""
-    qa = QAReader(model, lm, corpus, k, retrieval, dtype=dtype)
+    reader's (default ``$TOOLFORMER_TOOL_DTYPE``, else auto); ``search`` which passages: "bm25",
+    "dense" or "hybrid" (:mod:`.dense`)."""
+    qa = QAReader(model, lm, corpus, k, retrieval, dtype=dtype, search=search)
 
     def exclude(text: str, title: str):
         other = qa.excluding(text, title)
@@ -468,7 +490,7 @@ def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: s
         description="short answer span from the best sentences of BM25 passages, read by an LM (default: Qwen 0.5B); "
                     "no result unless the span is in them",
         version=f"reader={qa.reader.describe()}|k={qa.k}|corpus={corpus or 'default'}|v{READER_REVISION}"
-                + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else ""),
+                + (f"|sentences={qa.top}|support={MIN_SUPPORT}" if qa.sentence_level else "") + qa.search_version,
         timeout=60.0,
         concurrency=1,
         batch_size=128,  # a search campaign's shard asks ~90 distinct questions: one reader pass
