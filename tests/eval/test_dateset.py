@@ -61,3 +61,40 @@ def test_task_binds_the_calendar_to_the_example_date():
     assert tools["Calendar"]("") == f"Today is {today:%A}, {today:%B} {today.day}, {today.year}."
     assert "Calculator" in tools
     assert task.score(f" {ex.answers[0]} is the answer", ex)
+
+
+def test_paper_families_cover_table_11_and_answers_check_out():
+    from toolformer_kit.eval.dateset import PAPER_FAMILIES, generate_paper_dateset
+    qs = generate_paper_dateset()
+    assert len(qs) == 500 and qs == generate_paper_dateset() and qs != generate_paper_dateset(seed=1)
+    shares = Counter(q.template for q in qs)
+    assert set(shares) == set(PAPER_FAMILIES) and min(shares.values()) >= 90
+    asked = Counter(re.match(r"What (day of the week|day of the month|month|year) ", q.question).group(1)
+                    for q in qs if q.template in ("near_day", "n_days"))
+    assert len(asked) == 4 and min(asked.values()) >= 20
+    for q in qs:
+        shift = (q.other - q.today).days
+        if q.template == "near_day":
+            assert -2 <= shift <= 2
+        elif q.template == "days_between":
+            assert q.answers == (str(abs(shift)),)
+        else:
+            assert 1 <= abs(shift) <= 4 * 365 + 1
+        if q.question.startswith("What day of the week"):
+            assert q.answers == (f"{q.other:%A}",)
+        elif q.question.startswith("What day of the month"):
+            assert q.answers[0] == str(q.other.day)
+        elif q.question.startswith("What month"):
+            assert q.answers == (f"{q.other:%B}",)
+        elif q.question.startswith("What year"):
+            assert q.answers == (str(q.other.year),)
+        if q.template == "n_days":
+            assert f" {abs(shift)} days" in q.question and (shift < 0) == q.question.endswith("ago?")
+
+
+def test_dateset_is_the_papers_and_dateset_days_keeps_day_arithmetic():
+    paper = get_task("dateset").load("/unused")
+    days = get_task("dateset-days").load("/unused")
+    assert {e.meta["template"] for e in paper} == {"near_day", "n_days", "weekday_of_date", "days_between"}
+    assert {e.meta["template"] for e in days} == {q.template for q in generate_dateset()}
+    assert get_task("dateset-days").exercises == "Calendar"

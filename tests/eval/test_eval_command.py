@@ -22,21 +22,21 @@ def test_eval_command_real_model_resumes(tmp_path, smollm2, monkeypatch, one_thr
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("The river rises in the hills and flows west to the sea.\n\n"
                        "In 1998 the town built a second bridge over the river.\n")
-    args = ["eval", "--model", "small=smollm2-135m", "--tasks", "svamp,dateset", "--limit", "2",
+    args = ["eval", "--model", "small=smollm2-135m", "--tasks", "svamp,dateset-days", "--limit", "2",
             "--settings", "k10,disabled", "--tools", "Calculator,Calendar", "--data-dir", str(DATA),
             "--out", str(tmp_path / "out"), "--batch-size", "2", "--heldout", str(heldout),
             "--bootstrap", "200"]
     assert main(args) == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     runs = {(s["model"], s["setting"], s["task"]) for s in summary}
-    assert {("small", "k10", "svamp"), ("small", "disabled", "dateset"), ("small", "disabled", "heldout")} <= runs
+    assert {("small", "k10", "svamp"), ("small", "disabled", "dateset-days"), ("small", "disabled", "heldout")} <= runs
     for s in summary:
         if s["kind"] == "generate":
             assert s["n"] == 2 and 0 <= s["accuracy"] <= 1 and s["ci95"][0] <= s["accuracy"] <= s["ci95"][1]
             assert s["setting"] != "disabled" or s["call_rate"] == 0
         else:
             assert s["perplexity"] > 1 and s["n_docs"] == 2
-    path = tmp_path / "out" / "small" / "k10" / "dateset" / "examples.jsonl"
+    path = tmp_path / "out" / "small" / "k10" / "dateset-days" / "examples.jsonl"
     records = [json.loads(line) for line in path.open()]
     for rec in records:
         assert rec["output"] and len(rec["calls"]) <= 1

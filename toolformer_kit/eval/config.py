@@ -18,7 +18,7 @@ from ..tools import BUILTIN, get_tool
 
 PAPER_TASKS = ["lama-squad", "lama-google-re", "lama-trex", "svamp", "asdiv", "mawps", "webquestions",
                "nq", "triviaqa", "dateset", "wikitext2"]
-NO_DATA_TASKS = {"dateset", "wiki-cloze"}
+NO_DATA_TASKS = {"dateset", "dateset-days", "wiki-cloze"}
 DATA_ENV = "TOOLFORMER_DATA_DIR"
 
 

@@ -1,5 +1,11 @@
 """DATESET (the paper's Appendix D): questions that need today's date, generated from templates.
 
+Two generators. :func:`generate_paper_dateset` (task ``dateset``) follows the template families of
+the paper's Table 11, which mix granularities and distances, so that many questions need only the
+Calendar's sentence and a step of counting; :func:`generate_dateset` (task ``dateset-days``,
+beyond the paper, and the ``dateset`` task until December 2026) asks for day-level arithmetic
+across up to four years. Both draw seeded random current dates in 2010–2029.
+
 For each of ``n`` seeded random "current dates" a second date is drawn up to four years before or
 after it, and one template is picked; the truth comes from :mod:`datetime`. No question states
 the current date, so a model can only answer by asking the Calendar (which, during evaluation,
@@ -123,6 +129,91 @@ def _holiday(today: dt.date, rng: random.Random) -> tuple[str, str, tuple[str, .
     name = rng.choice(FIXED_DATE_HOLIDAYS)  # "Thanksgiving is on a Thursday" needs no calendar
     when = HOLIDAYS[name](today.year)
     return "holiday_weekday", f"On which day of the week is {name} this year?", (f"{when:%A}",)
+
+
+# The paper's families (Table 11), wording our own. A granularity names what is asked and how the
+# answer is written.
+GRANULARITIES = ("day of the week", "day of the month", "month", "year")
+NEAR_DAYS = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1,
+             "the day after tomorrow": 2}
+PAPER_FAMILIES = ("near_day", "n_days", "weekday_of_date", "days_between")
+
+
+def granular_answers(date: dt.date, granularity: str) -> tuple[str, ...]:
+    """How a date's weekday, day of the month, month or year is written in an answer.
+
+    >>> granular_answers(dt.date(2021, 3, 2), "day of the month"), granular_answers(dt.date(2021, 3, 2), "month")
+    (('2', '2nd'), ('March',))
+    """
+    if granularity == "day of the week":
+        return (f"{date:%A}",)
+    if granularity == "month":
+        return (f"{date:%B}",)
+    if granularity == "year":
+        return (str(date.year),)
+    day = date.day
+    suffix = "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return (str(day), f"{day}{suffix}")
+
+
+def _near_day(today: dt.date, rng: random.Random) -> tuple[str, dt.date, str, tuple[str, ...]]:
+    words, shift = rng.choice(sorted(NEAR_DAYS.items()))
+    granularity = rng.choice(GRANULARITIES)
+    verb = "is" if shift == 0 else ("was" if shift < 0 else "will")
+    tail = f"will it be {words}" if verb == "will" else f"{verb} it {words}"
+    other = today + dt.timedelta(days=shift)
+    return "near_day", other, f"What {granularity} {tail}?", granular_answers(other, granularity)
+
+
+def _n_days(today: dt.date, other: dt.date, rng: random.Random) -> tuple[str, dt.date, str, tuple[str, ...]]:
+    n = abs((other - today).days)
+    granularity = rng.choice(GRANULARITIES)
+    q = (f"What {granularity} was it {n} days ago?" if other < today
+         else f"What {granularity} will it be in {n} days?")
+    return "n_days", other, q, granular_answers(other, granularity)
+
+
+def _weekday_of_date(other: dt.date, today: dt.date) -> tuple[str, dt.date, str, tuple[str, ...]]:
+    verb = "was" if other < today else "will be"
+    return "weekday_of_date", other, f"What day of the week {verb} {spell(other)}?", (f"{other:%A}",)
+
+
+def _days_between(today: dt.date, other: dt.date, rng: random.Random) -> tuple[str, dt.date, str, tuple[str, ...]]:
+    if rng.random() < 0.5:
+        name = rng.choice(sorted(HOLIDAYS))
+        when = next_holiday(today, name)
+        return "days_between", when, f"How many days are there until the next {name}?", (str((when - today).days),)
+    n = abs((other - today).days)
+    q = f"How many days ago was {spell(other)}?" if other < today else f"How many days are there until {spell(other)}?"
+    return "days_between", other, q, (str(n),)
+
+
+def generate_paper_dateset(n: int = 500, seed: int = 0, first: dt.date = FIRST_DAY,
+                           last: dt.date = LAST_DAY) -> list[DateQuestion]:
+    """``n`` questions of the paper's four families in equal shares (drawn per question), one per
+    random current date, with a past or future second date within four years of it.
+
+    >>> qs = generate_paper_dateset(4, seed=2)
+    >>> qs == generate_paper_dateset(4, seed=2), all(q.id.startswith("dateset-") for q in qs)
+    (True, True)
+    """
+    rng = random.Random(f"paper:{seed}")
+    span = (last - first).days
+    out = []
+    for i in range(n):
+        today = first + dt.timedelta(days=rng.randrange(span + 1))
+        other = today + dt.timedelta(days=rng.randint(1, SPAN_DAYS) * rng.choice((-1, 1)))
+        family = rng.choice(PAPER_FAMILIES)
+        if family == "near_day":
+            template, when, q, answers = _near_day(today, rng)
+        elif family == "n_days":
+            template, when, q, answers = _n_days(today, other, rng)
+        elif family == "weekday_of_date":
+            template, when, q, answers = _weekday_of_date(other, today)
+        else:
+            template, when, q, answers = _days_between(today, other, rng)
+        out.append(DateQuestion(f"dateset-{i}", today, q, answers, template, when))
+    return out
 
 
 def generate_dateset(n: int = 500, seed: int = 0, first: dt.date = FIRST_DAY, last: dt.date = LAST_DAY,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..dateset import generate_dateset
+from ..dateset import generate_dateset, generate_paper_dateset
 from .base import Example, Task, ToolPolicy, register, require
 from .lama import PROMPT as LAMA_PROMPT
 from .lama import statement_prefix
@@ -25,11 +25,19 @@ DATESET_SIZE = 500
 DATESET_SEED = 0
 
 
-def load_dateset(data_dir: Path, n: int = DATESET_SIZE, seed: int = DATESET_SEED) -> list[Example]:
-    """DATESET is generated, not read: ``data_dir`` is ignored."""
+def _examples(questions) -> list[Example]:
     return [Example(q.id, qa_prompt(q.question), q.answers,
-                    {"today": q.today.isoformat(), "template": q.template})
-            for q in generate_dateset(n, seed)]
+                    {"today": q.today.isoformat(), "template": q.template}) for q in questions]
+
+
+def load_dateset(data_dir: Path, n: int = DATESET_SIZE, seed: int = DATESET_SEED) -> list[Example]:
+    """DATESET as the paper built it (its template families); generated, so ``data_dir`` is ignored."""
+    return _examples(generate_paper_dateset(n, seed))
+
+
+def load_dateset_days(data_dir: Path, n: int = DATESET_SIZE, seed: int = DATESET_SEED) -> list[Example]:
+    """Day arithmetic across up to four years (beyond the paper; ``dateset`` until December 2026)."""
+    return _examples(generate_dateset(n, seed))
 
 
 def templama_example(row: dict) -> Example | None:
@@ -50,7 +58,10 @@ def load_templama(data_dir: Path) -> list[Example]:
 
 
 CALENDAR_TODAY = ToolPolicy(calendar_from_example=True)
-register(Task("dateset", "DATESET (generated, 500 questions, seed 0)", load_dateset, metric="first5",
-              policy=CALENDAR_TODAY, max_new_tokens=16, exercises="Calendar"))
+register(Task("dateset", "DATESET (the paper's template families, generated, 500 questions, seed 0)",
+              load_dateset, metric="first5", policy=CALENDAR_TODAY, max_new_tokens=16, exercises="Calendar"))
+register(Task("dateset-days", "DATESET-days (day arithmetic over four years, 500 questions, seed 0)",
+              load_dateset_days, metric="first5", policy=CALENDAR_TODAY, max_new_tokens=16,
+              exercises="Calendar"))
 register(Task("templama", "TempLAMA, sentence-final masks", load_templama, metric="first5",
               policy=CALENDAR_TODAY, max_new_tokens=16, exercises="Calendar"))
