@@ -60,6 +60,7 @@ class PilotItem:
     example: Example
     question: str
     passage: str
+    tool: str = ORACLE_TOOL  # the tool whose result ``passage`` is (Calendar and MT: tool_ceiling)
 
 
 def pilot_items(examples: Sequence[Example], search: Search, limit: int | None = None) -> list[PilotItem]:
@@ -100,7 +101,11 @@ def oracle_prompt(item: PilotItem, form: str) -> str:
     """
     if form == "call":
         query = item.question.replace("(", " ").replace(")", " ")  # a call input keeps its parentheses balanced
-        return item.example.prompt + format_call(ToolCall(ORACLE_TOOL, query, item.passage))
+        return item.example.prompt + format_call(ToolCall(item.tool, query, item.passage))
+    if form == "context" and item.tool == "MT":  # the translation stands where the question stood
+        line = f"Question: {item.question.strip()}\n"
+        return item.example.prompt.replace(line, f"Question: {' '.join(item.passage.split())}\n", 1) \
+            if item.passage else item.example.prompt
     if form == "context":
         return f"{' '.join(item.passage.split())}\n\n{item.example.prompt}"
     raise ConfigError(f"unknown oracle form {form!r}; use one of {', '.join(FORMS)}")

@@ -25,7 +25,7 @@ import os
 import threading
 import unicodedata
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Sequence
 
 from ..calls import ToolCall, format_call
 from ..lm.base import LanguageModel
@@ -94,12 +94,16 @@ def detect_language(text: str) -> tuple[str, float]:
     return code, float(prob)
 
 
-def translation_prompt(text: str, lang: str) -> str:
-    """Worked translations, then the text labelled with its detected language."""
+def translation_head() -> str:
+    """The start every translation prompt shares: the instruction and the worked translations."""
     blocks = ["Translate each text into English."]
     blocks += [f"{language_name(c)}: {src}\nEnglish: {tgt}" for c, src, tgt in TRANSLATION_EXAMPLES]
-    blocks.append(f"{language_name(lang)}: {' '.join(text.split())}\nEnglish:")
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks) + "\n\n"
+
+
+def translation_prompt(text: str, lang: str) -> str:
+    """Worked translations, then the text labelled with its detected language."""
+    return f"{translation_head()}{language_name(lang)}: {' '.join(text.split())}\nEnglish:"
 
 
 class Translator(Protocol):
@@ -116,11 +120,21 @@ class LMTranslator:
         self.name = self.lm.describe()
 
     def translate(self, text: str, lang: str) -> Optional[str]:
-        budget = min(8 + 2 * len(text.split()) + len(text) // 4, 160)  # CJK has no spaces
-        return first_line(self.lm.complete(translation_prompt(text, lang), budget)) or None
+        return first_line(self.lm.complete(translation_prompt(text, lang), _budget(text))) or None
+
+    def translate_many(self, texts: Sequence[str], langs: Sequence[str]) -> list[Optional[str]]:
+        """:meth:`translate` for many texts in one generation pass (the worked examples run once)."""
+        prompts = [translation_prompt(t, lang) for t, lang in zip(texts, langs)]
+        budget = max((_budget(t) for t in texts), default=8)
+        outs = self.lm.complete_many(prompts, budget, shared=translation_head())
+        return [first_line(o) or None for o in outs]
 
     def prepare(self) -> None:
         self.lm.get()
+
+
+def _budget(text: str) -> int:
+    return min(8 + 2 * len(text.split()) + len(text) // 4, 160)  # CJK has no spaces
 
 
 class Seq2SeqTranslator:
@@ -193,20 +207,57 @@ def identified(text: str, lang: str, prob: float) -> bool:
     return prob >= UNSURE or len(text.split()) < 3
 
 
+def screen(text: str) -> tuple[Optional[str], str]:
+    """(language code, "") for a text worth translating; (None, why) for English or no language."""
+    lang, prob = detect_language(text)
+    log.debug("MT input language %s (p=%.2f)", lang, prob)
+    if lang == "en":
+        return None, "english"
+    if not identified(text, lang, prob):
+        return None, "no-language"
+    return lang, ""
+
+
+def vet(text: str, result: Optional[str]) -> tuple[Optional[str], str]:
+    """(result, "") for an output that may be this text's translation; (None, why) for none, an
+    echo of the input, or one of the prompt's worked translations given for another text."""
+    if not result:
+        return None, "empty"
+    if _same(result, text):
+        return None, "echo"  # an echo is not a translation
+    if any(_same(result, tgt) and not _same(text, src) for _, src, tgt in TRANSLATION_EXAMPLES):
+        return None, "example"  # the prompt's own example, not this text's translation
+    return result, ""
+
+
 def translate(text: str, translator: Translator) -> Optional[str]:
     """English for a non-English ``text``; None for English, for text that is no language
     (:func:`identified`), and for an output that only repeats the input or one of the prompt's
     worked translations."""
-    lang, prob = detect_language(text)
-    log.debug("MT input language %s (p=%.2f)", lang, prob)
-    if lang == "en" or not identified(text, lang, prob):
+    lang, _ = screen(text)
+    if lang is None:
         return None
-    result = translator.translate(text, lang)
-    if result and _same(result, text):
-        return None  # an echo is not a translation
-    if result and any(_same(result, tgt) and not _same(text, src) for _, src, tgt in TRANSLATION_EXAMPLES):
-        return None  # the prompt's own example, not this text's translation
-    return result
+    return vet(text, translator.translate(text, lang))[0]
+
+
+def translate_all(texts: Sequence[str], translator: Translator, batch: int = 16) -> list[dict]:
+    """:func:`translate` for many texts, with what happened to each: ``lang``, the translator's
+    ``raw`` line, the ``result`` kept and, where none is, ``why`` (english, no-language, empty,
+    echo, example). A translator with ``translate_many`` gets ``batch`` texts at a time."""
+    rows = []
+    for text in texts:
+        lang, why = screen(text)
+        rows.append({"text": text, "lang": lang, "raw": None, "result": None, "why": why})
+    todo = [r for r in rows if r["lang"] is not None]
+    many = getattr(translator, "translate_many", None)
+    for start in range(0, len(todo), batch):
+        part = todo[start:start + batch]
+        raws = (many([r["text"] for r in part], [r["lang"] for r in part]) if many
+                else [translator.translate(r["text"], r["lang"]) for r in part])
+        for r, raw in zip(part, raws):
+            r["raw"] = raw
+            r["result"], r["why"] = vet(r["text"], raw)
+    return rows
 
 
 def _same(a: str, b: str) -> bool:
