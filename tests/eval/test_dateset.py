@@ -2,6 +2,8 @@
 
 import datetime as dt
 import re
+
+import pytest
 from collections import Counter
 
 from toolformer_kit.eval.dateset import HOLIDAYS, generate_dateset, next_holiday, thanksgiving
@@ -98,3 +100,16 @@ def test_dateset_is_the_papers_and_dateset_days_keeps_day_arithmetic():
     assert {e.meta["template"] for e in paper} == {"near_day", "n_days", "weekday_of_date", "days_between"}
     assert {e.meta["template"] for e in days} == {q.template for q in generate_dateset()}
     assert get_task("dateset-days").exercises == "Calendar"
+
+
+def test_another_seed_draws_an_unseen_dateset_under_the_same_families():
+    from toolformer_kit.eval.report import task_info
+    from toolformer_kit.eval.tasks import get_task
+
+    first, other = get_task("dateset").load("."), get_task("dateset@1").load(".")
+    assert len(other) == len(first) and {e.prompt for e in other} != {e.prompt for e in first}
+    assert {e.meta["template"] for e in other} == {e.meta["template"] for e in first}
+    assert get_task("dateset-days@1").load(".")[0].meta["template"] in {e.meta["template"] for e in get_task("dateset-days").load(".")}
+    assert task_info("dateset@1")[0] == "Calendar"
+    with pytest.raises(Exception, match="seed after '@' must be a whole number"):
+        get_task("dateset@x")

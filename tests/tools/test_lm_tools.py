@@ -34,7 +34,7 @@ class ScriptedLM:
 def test_lm_tools_are_lazy_and_have_paper_settings():
     qa, mt = get_tool("QA"), get_tool("MT")
     assert qa.settings == PAPER_DEFAULT and mt.settings == PAPER_CALCULATOR_MT
-    assert "reader=qwen2.5-coder-0.5b" in qa.version and "translator=qwen2.5-coder-0.5b" in mt.version
+    assert "reader=qwen2.5-coder-0.5b" in qa.version and "translator=gemma3-270m" in mt.version
 
 
 def test_a_tool_model_s_dtype_is_the_argument_then_the_environment_then_auto(monkeypatch):
@@ -237,3 +237,18 @@ def test_a_user_tool_over_its_own_corpus_declares_its_exclusion():
     tool = make_tool(lookup, "Lookup", demonstrations=["It is on [Lookup(Danube)] the Danube."], exclude=exclude)
     assert tool("Lune") == corpus[0]
     assert doc_tool(tool, Document("d", corpus[0]))("Lune") is None
+
+
+@pytest.mark.real_model
+def test_default_mt_translates_hindi_arabic_chinese_and_returns_no_worked_example_for_anything():
+    """Issue 47: the default translator (Gemma 3 270M, chosen by chrF over MLQA) on MLQA-style
+    questions in three scripts, and on runes and random letters, which are no language."""
+    from toolformer_kit.evidence.tool_ceiling import is_example
+    from toolformer_kit.tools.mt import DEFAULT_TRANSLATOR
+
+    tool = mt_tool()
+    assert f"translator={DEFAULT_TRANSLATOR}" in tool.version
+    for text in ("जोश नॉर्मन ने कितने बॉल को इंटरसेप्ट किया?", "من قاد الفهود في الإقالات؟", "谁带领黑豹队擒杀四分卫？"):
+        out = tool(text)
+        assert out and not is_example(out) and detect_language(out)[0] == "en", (text, out)
+    assert tool("ᚠᛇᚻ᛫ᛒᛦᚦ᛫ᚠᚱᚩᚠᚢᚱ") is None and tool("xqzv brrrpt klmnq wxyz") is None
