@@ -15,8 +15,9 @@ import pytest
 from toolformer_kit.calls import find_calls
 from toolformer_kit.eval.tasks import get_task
 from toolformer_kit.evidence.oracle import PilotItem, oracle_prompt
-from toolformer_kit.evidence.tool_ceiling import (calendar_items, chrf, is_example, question_line, translator_row,
+from toolformer_kit.evidence.tool_ceiling import (calendar_items, chrf, question_line, translator_row,
                                                   translate_questions)
+from toolformer_kit.tools.mt import is_worked_example
 from toolformer_kit.tools.calendar import calendar_text
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -116,7 +117,7 @@ def test_translator_row_counts_what_the_tool_did_and_scores_chrf():
     assert (row["returned"], row["examples_raw"], row["examples_returned"]) == (1, 1, 0)
     assert row["no_result"] == {"example": 1, "english": 1}
     assert 0 < row["chrf"] < 100 and chrf(["same words"], ["same words"]) == 100
-    assert is_example("the library stays closed on sunday") and not is_example(None)
+    assert is_worked_example("the library stays closed on sunday") and not is_worked_example(None)
 
 
 def _mlqa(data: Path):

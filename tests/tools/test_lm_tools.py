@@ -243,12 +243,11 @@ def test_a_user_tool_over_its_own_corpus_declares_its_exclusion():
 def test_default_mt_translates_hindi_arabic_chinese_and_returns_no_worked_example_for_anything():
     """Issue 47: the default translator (Gemma 3 270M, chosen by chrF over MLQA) on MLQA-style
     questions in three scripts, and on runes and random letters, which are no language."""
-    from toolformer_kit.evidence.tool_ceiling import is_example
-    from toolformer_kit.tools.mt import DEFAULT_TRANSLATOR
+    from toolformer_kit.tools.mt import DEFAULT_TRANSLATOR, is_worked_example
 
     tool = mt_tool()
     assert f"translator={DEFAULT_TRANSLATOR}" in tool.version
     for text in ("जोश नॉर्मन ने कितने बॉल को इंटरसेप्ट किया?", "من قاد الفهود في الإقالات؟", "谁带领黑豹队擒杀四分卫？"):
         out = tool(text)
-        assert out and not is_example(out) and detect_language(out)[0] == "en", (text, out)
+        assert out and not is_worked_example(out) and detect_language(out)[0] == "en", (text, out)
     assert tool("ᚠᛇᚻ᛫ᛒᛦᚦ᛫ᚠᚱᚩᚠᚢᚱ") is None and tool("xqzv brrrpt klmnq wxyz") is None

@@ -134,20 +134,27 @@ def answer_items(task: Task, items: Sequence[PilotItem], generate: GenerateFn, f
                  seed: int = 0) -> list[dict]:
     """One record per item: the closed-book and each oracle form's prediction and whether it is right.
     Calls are masked in every column (the oracle's call is already written in the prompt)."""
-    config = decode_config(task, DISABLED, seed)
     columns = {CLOSED: [i.example.prompt for i in items]}
     columns.update({form: [oracle_prompt(i, form) for i in items] for form in forms})
-    predictions = {}
-    for name, prompts in columns.items():
-        results = generate(prompts, config, {}) if prompts else []
-        predictions[name] = [strip_calls(r.text).strip() for r in results]
+    records = answer_columns(task, [i.example for i in items], columns, generate, seed)
+    for rec, item in zip(records, items):
+        rec.update(question=item.question, passage=item.passage)
+    return records
+
+
+def answer_columns(task: Task, examples: Sequence[Example], columns: Mapping[str, Sequence[str]],
+                   generate: GenerateFn, seed: int = 0) -> list[dict]:
+    """One record per example, with each column's prediction for it (``columns``: name → one
+    prompt per example) and whether it is right; the evaluation's decoding, calls masked."""
+    config = decode_config(task, DISABLED, seed)
+    predictions = {name: [strip_calls(r.text).strip() for r in generate(list(prompts), config, {})] if prompts else []
+                   for name, prompts in columns.items()}
     records = []
-    for j, item in enumerate(items):
-        rec: dict[str, Any] = {"id": item.example.id, "task": task.name, "answers": list(item.example.answers),
-                               "question": item.question, "passage": item.passage}
+    for j, ex in enumerate(examples):
+        rec: dict[str, Any] = {"id": ex.id, "task": task.name, "answers": list(ex.answers)}
         for name in columns:
             pred = predictions[name][j]
-            rec[name] = {"prediction": pred, "correct": bool(task.score(pred, item.example))}
+            rec[name] = {"prediction": pred, "correct": bool(task.score(pred, ex))}
         records.append(rec)
     return records
 

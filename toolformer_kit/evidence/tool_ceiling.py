@@ -28,14 +28,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ..calls import strip_calls
-from ..eval.harness import GenerateFn, decode_config
-from ..eval.setting import DISABLED
+from ..eval.harness import GenerateFn
 from ..eval.tasks import Example, Task, subset
 from ..eval.tasks.qa import MLQA_LANGUAGES
-from ..files import read_jsonl, write_atomic
+from ..files import write_atomic
 from ..tools.calendar import calendar_text
-from ..tools.mt import TRANSLATION_EXAMPLES, Translator, translate_all
+from ..tools.mt import Translator, is_worked_example, translate_all
 from .oracle import CLOSED, PilotItem, pilot_row
 
 REFERENCE = "reference"  # the English question of the same id: what a perfect translator gives
@@ -109,16 +107,6 @@ def mlqa_questions(data_dir: str | Path, lang: str) -> list[tuple[str, str]]:
             for qa in para["qas"]]
 
 
-def is_example(text: str | None) -> bool:
-    """Whether ``text`` is the English side of one of the MT prompt's worked translations.
-
-    >>> is_example("The museum opens at nine."), is_example("The museum opens at ten.")
-    (True, False)
-    """
-    norm = lambda s: " ".join((s or "").split()).casefold().rstrip(".")
-    return any(norm(text) == norm(tgt) for _, _, tgt in TRANSLATION_EXAMPLES)
-
-
 def translate_questions(questions: Sequence[tuple[str, str]], lang: str, translator: Translator,
                         references: Mapping[str, str], batch: int = 16) -> list[dict]:
     """One record per question: the MT tool's screening, the translator's raw line, the result the
@@ -158,8 +146,8 @@ def translator_row(candidate: str, lang: str, records: Sequence[Mapping], resamp
             "chrf_ci95": chrf_interval(hyps, refs, resamples) if len(records) > 1 else None,
             "returned": len(results), "distinct": len(set(results)),
             "no_result": dict(Counter(r["why"] for r in records if not r["result"])),
-            "examples_raw": sum(is_example(r["raw"]) for r in records),
-            "examples_returned": sum(is_example(r["result"]) for r in records)}
+            "examples_raw": sum(is_worked_example(r["raw"]) for r in records),
+            "examples_returned": sum(is_worked_example(r["result"]) for r in records)}
 
 
 def translator_rows(records: Mapping[tuple[str, str], Sequence[Mapping]], resamples: int = 300) -> list[dict]:
@@ -193,23 +181,13 @@ def mlqa_columns(task: Task, examples: Sequence[Example], translations: Mapping[
     translation set in ``translations`` (name → id → English or None), each written where the
     question stood (the ``context`` form of :func:`~.oracle.oracle_prompt`; None keeps the
     question, as a call with no result would)."""
-    from .oracle import oracle_prompt
+    from .oracle import answer_columns, oracle_prompt
 
-    config = decode_config(task, DISABLED, seed)
     columns = {CLOSED: [ex.prompt for ex in examples]}
     for name, by_id in translations.items():
         columns[name] = [oracle_prompt(PilotItem(ex, question_line(ex.prompt), by_id.get(ex.id) or "", tool="MT"),
                                        "context") for ex in examples]
-    answers = {name: [strip_calls(r.text).strip() for r in generate(prompts, config, {})] if prompts else []
-               for name, prompts in columns.items()}
-    out = []
-    for j, ex in enumerate(examples):
-        rec = {"id": ex.id, "task": task.name, "answers": list(ex.answers)}
-        for name in columns:
-            pred = answers[name][j]
-            rec[name] = {"prediction": pred, "correct": bool(task.score(pred, ex))}
-        out.append(rec)
-    return out
+    return answer_columns(task, examples, columns, generate, seed)
 
 
 def write_jsonl(path: Path, rows: Sequence[Mapping]) -> None:

@@ -266,6 +266,15 @@ def translate_all(texts: Sequence[str], translator: Translator, batch: int = 16)
     return rows
 
 
+def is_worked_example(text: Optional[str]) -> bool:
+    """Whether ``text`` is the English side of one of the prompt's worked translations.
+
+    >>> is_worked_example("The museum opens at nine."), is_worked_example("The museum opens at ten.")
+    (True, False)
+    """
+    return bool(text) and any(_same(text, tgt) for _, _, tgt in TRANSLATION_EXAMPLES)
+
+
 def _same(a: str, b: str) -> bool:
     return " ".join(a.split()).casefold().rstrip(".") == " ".join(b.split()).casefold().rstrip(".")
 
