@@ -122,7 +122,7 @@ def _convert(f: dataclasses.Field, tp: Any, value: Any) -> Any:
             items = list(value)
         else:
             raise ConfigError(f"{f.name} must be a list or comma-separated text, got {value!r}")
-        if not items and _default(f):
+        if not items and _default(f) and not f.metadata.get("empty_ok"):
             raise ConfigError(f"{f.name} must not be empty; name at least one, e.g. {','.join(map(str, _default(f)))}")
         return [_scalar(f, item, x) for x in items]
     return _scalar(f, tp, value)
@@ -311,7 +311,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- declaring settings
 def config_field(default: Any, help_text: str, **meta: Any) -> Any:
     """A setting: its default (a list is copied per instance) and its one help text; ``meta`` adds
-    ``min``/``max`` (range), ``cli=False`` (no flag) or ``added=True`` (see :func:`recorded`).
+    ``min``/``max`` (range), ``empty_ok=True`` (a list that may be set empty), ``cli=False`` (no flag) or ``added=True`` (see :func:`recorded`).
 
     >>> from dataclasses import dataclass
     >>> @dataclass

@@ -106,12 +106,15 @@ def settings_differ(have: dict, wanted: dict) -> list[str]:
 
 
 class Runner:
-    """One ``toolformer annotate`` run; models and tools may be injected (tests, benchmarks)."""
+    """One ``toolformer annotate`` run; models and tools may be injected (tests, benchmarks), and so
+    may the documents: windows already cut by their owner (the pipeline's fresh windows of a
+    campaign corpus, whose read-only question context a JSONL corpus cannot carry)."""
 
-    def __init__(self, cfg: AnnotateConfig, lm=None, sampler=None, tools=None, executor=None):
+    def __init__(self, cfg: AnnotateConfig, lm=None, sampler=None, tools=None, executor=None, documents=None):
         self.cfg = cfg
         self.out = Path(cfg.out)
         self._lm, self._sampler, self._tools, self._executor = lm, sampler, tools, executor
+        self._given = list(documents) if documents is not None else None
 
     # ------------------------------------------------------------ setup
     def _models(self):
@@ -123,6 +126,8 @@ class Runner:
         return self._tools
 
     def _documents(self, lm, report: ReadReport):
+        if self._given is not None:
+            return self._given, 0
         docs = read_corpus(self.cfg.corpus, report, self.cfg.default_docs, self.cfg.seed, self.cfg.default_sources)
         if self.cfg.keep_calls:  # an earlier round's C*: its texts are that round's windows already
             docs, split = round_documents(docs), 0

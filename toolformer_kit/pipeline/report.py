@@ -22,10 +22,11 @@ from ..tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT
 
 # A C* smaller than this is a smoke test of the method, not evidence about its effect.
 SMOKE_CALLS = 100
+REPO = Path(__file__).resolve().parents[2]
 
 
 def scale_note(calls: int | None, texts: int | None) -> str:
-    """What a run's C* size lets its verdict say, with where the evidence-sized runs are.
+    """What a run's C* size lets its verdict say.
 
     >>> scale_note(7, 5).startswith("This run is smoke-sized: its C* holds 7 calls in 5 texts")
     True
@@ -36,9 +37,60 @@ def scale_note(calls: int | None, texts: int | None) -> str:
         return ""
     return (f"This run is smoke-sized: its C* holds {calls} calls in {texts} texts, too few for the effect of "
             "tool use to show (the paper's C* per tool holds thousands); it checks that every stage runs. "
-            "The evidence about the effect is in results/math (the Calculator, learned from datasets/cstar-math, "
-            "the Calculator C* at the paper's settings) and, for search, results/search-try0 (null) until the "
-            "search-v2 recipe has run.")
+            "The evidence about the effect is in the committed results listed under \"What this run is\".")
+
+
+def committed_results(root: Path = REPO) -> list[tuple[str, str, str]]:
+    """(folder, title, pre-registered endpoint or "") of every ``results/NAME/report.md`` in the
+    repository, read from the files, so the list cannot go stale as results are added."""
+    out = []
+    for md in sorted((root / "results").glob("*/report.md")):
+        title = next((line[2:].strip() for line in md.read_text(encoding="utf-8").splitlines()
+                      if line.startswith("# ")), md.parent.name)
+        out.append((f"results/{md.parent.name}", title.split(": ", 1)[-1] if title.startswith(("Evidence", "Study"))
+                    else title, _endpoint(md.parent / "results.json")))
+    return out
+
+
+def _endpoint(path: Path) -> str:
+    try:
+        e = read_json(path).get("endpoint") or {}
+    except Exception:  # a results folder without results.json, or another layout: title only
+        return ""
+    if e.get("pooled_diff") is None or not e.get("pooled_ci95"):
+        return ""
+    lo, hi = e["pooled_ci95"]
+    return (f"pooled tools − disabled {100 * e['pooled_diff']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}] points, "
+            f"endpoint {'met' if e.get('met') else 'not met'}")
+
+
+def about_blocks(settings: Mapping, sources: Mapping[str, Mapping[str, int]],
+                 results: Sequence[tuple[str, str, str]]) -> list[Block]:
+    """The report's first section (issue 43): what this run is, what it learned from, and where
+    the full evidence is. ``sources``: texts and calls of the training C* per origin."""
+    own = sources.get("this run", {"texts": 0, "calls": 0})
+    published = {k: v for k, v in sources.items() if k != "this run"}
+    total = sum(v["calls"] for v in sources.values())
+    if settings.get("corpus") == "math":
+        what = (f"A demonstration sized for a laptop. {settings['model']} annotates {settings['fresh_windows']} fresh "
+                "windows of the maths corpus (GSM8K prose solutions and arithmetic Wikipedia summaries that no "
+                f"published dataset annotated) with {', '.join(settings['tools'])} at the paper's settings, one "
+                f"model M sampling and scoring, and keeps {own['calls']} calls in {own['texts']} texts.")
+    else:
+        what = (f"A smoke run: {settings['model']} on the embedded mixed corpus, {settings['docs_per_source']} "
+                f"documents per source, annotated with {', '.join(settings['tools'])}; this run keeps "
+                f"{own['calls']} calls in {own['texts']} texts. It shows that every stage runs, not an effect.")
+    if published:
+        joined = "; ".join(f"{k}: {v['calls']} calls in {v['texts']} texts" for k, v in published.items())
+        what += (f" Fine-tuning learns from those joined with the published C* ({joined}), {total} calls in all, "
+                 f"for {settings['train_steps']} steps of {settings['train_batch']} sequences.")
+    what += (f" Evaluation: {settings['eval_limit']} problems per task, the tool-trained model with the paper's "
+             "decoding against the same model with calls disabled, paired.")
+    rows = [(folder, title, endpoint or "–") for folder, title, endpoint in results]
+    return [Block("h2", "What this run is"), Block("p", what),
+            Block("p", "The full evidence is in the repository's results/ (each folder's report.md opens with its "
+                       "verdict); the maths effect at full size is results/math."),
+            Block("table", header=("results", "what", "pre-registered endpoint"), rows=rows)]
 
 
 def pipeline_verdict(eval_folder: Path, tasks: Sequence[str], n_resamples: int = 1000, seed: int = 0,

@@ -1,4 +1,5 @@
-"""The whole method end to end on one machine: models → index → annotate → fine-tune → evaluate → report.
+"""The whole method end to end on one machine: models → index → annotate → fine-tune → evaluate →
+worked examples → report.
 
 Each stage is a call into the same function its own subcommand runs, with its own output folder
 under ``--out``; a stage whose completion marker exists is skipped, so re-running the command
@@ -26,7 +27,8 @@ from ..files import write_atomic
 from ..lm.base import set_threads
 from ..tools import get_tool
 from ..train.config import TrainConfig
-from . import report, stages
+from ..lm.embedded import resolve_model
+from . import examples, fresh, report, stages
 from .config import PipelineConfig
 
 log = logging.getLogger(__name__)
@@ -45,14 +47,35 @@ def stage_index(cfg: PipelineConfig) -> None:
 
 
 def annotate_config(cfg: PipelineConfig, out: Path) -> AnnotateConfig:
-    """The annotation the pipeline runs: the embedded corpus, every tool at its paper settings."""
-    return AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
-                          corpus="default", default_docs=cfg.docs_per_source, out=str(out / "annotate"),
-                          window_tokens=cfg.window_tokens, call_cost=cfg.call_cost, dtype=cfg.dtype, seed=cfg.seed)
+    """The annotation the pipeline runs, every tool at its paper settings (k, m, τs, τf): of the
+    embedded corpus (``--corpus default``), or of fresh maths windows (``math``) as the maths
+    campaign annotates them: the Calculator pre-filter's strict part, and no e(c, ε) scored where
+    the score is already below 0 (decisions at τf ≥ 0 unchanged)."""
+    common = dict(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools), out=str(out / "annotate"),
+                  call_cost=cfg.call_cost, dtype=cfg.dtype, seed=cfg.seed)
+    if cfg.corpus == "math":
+        return AnnotateConfig(corpus=str(out / FRESH), calculator_rate=0.0, score_floor=0.0, shard_size=4, **common)
+    return AnnotateConfig(corpus="default", default_docs=cfg.docs_per_source, window_tokens=cfg.window_tokens,
+                          **common)
+
+
+FRESH = "fresh-windows.jsonl"  # the windows a --corpus math run annotates, for the reader
+
+
+def _token_counter(model: str):
+    from transformers import AutoTokenizer  # lazy: only a run that cuts windows needs it
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(model))
+    return lambda text: len(tok.encode(text, add_special_tokens=False))
 
 
 def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
-    return stages.annotate(annotate_config(cfg, out))
+    acfg = annotate_config(cfg, out)
+    if cfg.corpus != "math" or stages.annotation_done(acfg):
+        return stages.annotate(acfg)
+    docs = fresh.fresh_windows(cfg.fresh_windows, cfg.seed, cfg.cstar_datasets, _token_counter(cfg.model))
+    fresh.write_windows(out / FRESH, docs)
+    return stages.annotate(acfg, documents=docs)
 
 
 def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
@@ -108,7 +131,11 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def stage_dev(cfg: PipelineConfig, out: Path, annotated: Path) -> Path:
+def stage_dev(cfg: PipelineConfig, out: Path, annotated: Path) -> Path | None:
+    """Held-out documents for ``--dev-source corpus`` or ``wiki``; None for ``cstar``, where each
+    training run holds out 10 % of its own data (with the calls, for the tool-trained run)."""
+    if cfg.dev_source == "cstar":
+        return None
     path = out / "dev.jsonl"
     if not _done(path):
         docs = _read_jsonl(annotated / "documents.jsonl")
@@ -123,54 +150,79 @@ def stage_dev(cfg: PipelineConfig, out: Path, annotated: Path) -> Path:
     return path
 
 
-def training_data(cfg: PipelineConfig, annotated: Path) -> dict[str, Path]:
-    """The file each run trains on: C* for the tool run; for +CC, by default every annotated text,
-    because the paper's +CC baseline is the model fine-tuned on the same subset C that was
-    annotated, not only on the texts that kept a call."""
-    cc = annotated / ("documents.jsonl" if cfg.cc_data == "annotated" else "corpus.jsonl")
-    return {"tool-trained": annotated / "corpus.jsonl", "+CC": cc}
+def training_data(cfg: PipelineConfig, annotated: Path, out: Path | None = None) -> dict[str, Path]:
+    """The file each run trains on: C* for the tool run (this run's kept calls joined after the
+    published ``--cstar-datasets``); for +CC, by default every annotated text, because the paper's
+    +CC baseline is the model fine-tuned on the same subset C that was annotated, not only on the
+    texts that kept a call."""
+    if cfg.cstar_datasets:
+        files = fresh.joined(annotated, cfg.cstar_datasets, Path(out or cfg.out) / "train-data")
+        cstar, docs = files["cstar.jsonl"], files["documents.jsonl"]
+    else:
+        cstar, docs = annotated / "corpus.jsonl", annotated / "documents.jsonl"
+    return {"tool-trained": cstar, "+CC": docs if cfg.cc_data == "annotated" else cstar}
 
 
-def train_config(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> TrainConfig:
-    """A LoRA run on ``data``: tool-trained, or +CC (``plain``), its checkpoint chosen on ``dev``."""
+def train_config(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, plain: bool) -> TrainConfig:
+    """A fine-tuning run on ``data`` (LoRA or full, ``--lora``): tool-trained, or +CC (``plain``),
+    its checkpoint chosen on ``dev``, or, without one, on 10 % of ``data`` held out (the tool run's
+    with its calls kept: a call-free dev set penalises learning the call syntax)."""
     return TrainConfig(model=cfg.model, data=str(data), out=str(out / ("train-cc" if plain else "train-tools")),
-                       plain_baseline=plain, dev_data=str(dev), lora=True, max_steps=cfg.train_steps,
-                       effective_batch=cfg.train_batch, batch_size=min(4, cfg.train_batch),
-                       learning_rate=cfg.learning_rate, max_length=cfg.max_length,
-                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed, dtype=cfg.dtype)
+                       plain_baseline=plain, dev_data=str(dev) if dev else None,
+                       dev_with_calls=dev is None and not plain, dev_fraction=0.1, lora=cfg.lora,
+                       max_steps=cfg.train_steps, effective_batch=cfg.train_batch,
+                       batch_size=min(cfg.micro_batch, cfg.train_batch), learning_rate=cfg.learning_rate,
+                       max_length=cfg.max_length, eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed,
+                       dtype=cfg.dtype)
 
 
-def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path, plain: bool) -> Path:
+def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, plain: bool) -> Path:
     return stages.train(train_config(cfg, out, data, dev, plain))
 
 
-def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path, dev: Path) -> EvalConfig:
-    """The evaluation the pipeline runs: the tool-trained model under the default settings, the
-    base model and the +CC model with calls disabled (the paper's columns), on held-out perplexity too."""
-    return EvalConfig(model=[f"toolformer={tools_model}"], baselines=[f"base={cfg.model}", f"cc={cc_model}"],
-                      tasks=list(cfg.tasks), limit=cfg.eval_limit, out=str(out / "eval"), heldout=str(dev),
-                      seed=cfg.seed, data_dir=cfg.data_dir, threads=cfg.threads, dtype=cfg.dtype)
+def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None,
+                dev: Path | None) -> EvalConfig:
+    """The evaluation the pipeline runs: the tool-trained model under the default settings (the
+    paper's decoding, and calls disabled), and with calls disabled the base model
+    (``--base-baseline``) and +CC (``--train-cc``): the paper's columns; held-out perplexity on
+    the dev documents when there are some. The models may call the tools the run annotated: a
+    model trained on Calculator calls only has no use for a search index or an MT model."""
+    baselines = ([f"base={cfg.model}"] if cfg.base_baseline else []) + ([f"cc={cc_model}"] if cc_model else [])
+    return EvalConfig(model=[f"toolformer={tools_model}"], baselines=baselines, tools=list(cfg.tools),
+                      tasks=list(cfg.tasks), limit=cfg.eval_limit, out=str(out / "eval"),
+                      heldout=str(dev) if dev else None, seed=cfg.seed, data_dir=cfg.data_dir,
+                      threads=cfg.threads, dtype=cfg.dtype)
 
 
-def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path, dev: Path) -> Path:
+def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None, dev: Path | None) -> Path:
     ecfg = eval_config(cfg, out, tools_model, cc_model, dev)
     run_eval(ecfg)
     return Path(ecfg.out)
 
 
-def _cstar_size(annotated: Path) -> tuple[int | None, int | None]:
-    """Calls and texts in the run's C* (corpus.jsonl), for the verdict's sense of scale."""
-    path = annotated / "corpus.jsonl"
-    if not path.is_file():
+def _cstar_size(cstar: Path) -> tuple[int | None, int | None]:
+    """Calls and texts in the C* the tool run trained on, for the verdict's sense of scale."""
+    if not cstar.is_file():
         return None, None
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _read_jsonl(cstar)
     return sum(len(r.get("calls") or []) for r in rows), len(rows)
 
 
+def stage_examples(cfg: PipelineConfig, out: Path, evaluated: Path) -> list[dict]:
+    """The worked examples, also written to ``out/examples.txt`` for the command to print."""
+    picked = examples.pick(evaluated, cfg.tasks, cfg.examples)
+    write_atomic(out / "examples.txt", examples.as_text(picked) + "\n")
+    return picked
+
+
 def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
-                 timings: dict) -> tuple[Path, Path]:
+                 timings: dict, cstar: Path | None = None, picked: list | None = None) -> tuple[Path, Path]:
     settings = recorded(cfg)
-    blocks = report.pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(annotated))  # verdict first
+    cstar = cstar or annotated / "corpus.jsonl"
+    sources = fresh.provenance(cstar) if cstar.is_file() else {}  # rows without "from" are this run's
+    blocks = report.about_blocks(settings, sources, report.committed_results())  # what the run is, first
+    blocks += report.pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(cstar))
+    blocks += examples.blocks(picked or [], Path(cfg.out) / "train-tools")
     blocks += report.deviation_blocks(settings) + [Block("h2", "Settings"),
               Block("table", header=("setting", "value"),
                            rows=[(k, v) for k, v in settings.items()]),
@@ -191,6 +243,8 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     check_inputs(cfg)
     for name in cfg.tools:  # before any stage writes: an unknown name used to surface at annotation
         get_tool(name)
+    for name in cfg.cstar_datasets:  # a missing published C* fails now, not after annotation
+        fresh.dataset_dir(name)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
@@ -207,10 +261,13 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     timed("index", stage_index, cfg)
     annotated = timed("annotate", stage_annotate, cfg, out)
     dev = timed("dev texts", stage_dev, cfg, out, annotated)
-    data = training_data(cfg, annotated)
-    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data["tool-trained"], dev, False),
-               "+CC": timed("train (+CC)", stage_train, cfg, out, data["+CC"], dev, True)}
-    evaluated = timed("evaluate", stage_eval, cfg, out, trained["tool-trained"], trained["+CC"], dev)
-    paths = timed("report", stage_report, cfg, out, annotated, trained, evaluated, timings)
+    data = training_data(cfg, annotated, out)
+    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data["tool-trained"], dev, False)}
+    if cfg.train_cc:
+        trained["+CC"] = timed("train (+CC)", stage_train, cfg, out, data["+CC"], dev, True)
+    evaluated = timed("evaluate", stage_eval, cfg, out, trained["tool-trained"], trained.get("+CC"), dev)
+    picked = stage_examples(cfg, out, evaluated)
+    paths = timed("report", stage_report, cfg, out, annotated, trained, evaluated, timings, data["tool-trained"],
+                  picked)
     (out / "timings.json").write_text(json.dumps(timings, indent=1))
     return paths

@@ -53,10 +53,11 @@ def annotation_done(acfg: AnnotateConfig) -> bool:
     return not listed or not Runner(acfg).damaged_outputs()
 
 
-def annotate(acfg: AnnotateConfig) -> Path:
-    """Corpus → C* (§2) into ``acfg.out``; an unfinished run resumes inside the runner."""
+def annotate(acfg: AnnotateConfig, documents=None) -> Path:
+    """Corpus → C* (§2) into ``acfg.out``; an unfinished run resumes inside the runner.
+    ``documents``: windows to annotate instead of reading ``acfg.corpus``."""
     if not annotation_done(acfg):
-        Runner(acfg).run()
+        Runner(acfg, documents=documents).run()
     return Path(acfg.out)
 
 
