@@ -245,12 +245,13 @@ def dtype_table(args, docs, tool) -> dict:
 
 
 def pipeline_annotate_config(tool: str, sampler: str | None = None):
-    """The annotation settings ``toolformer pipeline`` runs with by default, for one tool
-    (``sampler``: another sampling model than the pipeline's)."""
+    """The annotation settings of ``toolformer pipeline``'s smoke preset (the pipeline's default
+    when these measurements began; issue 43 made the maths run the default), for one tool
+    (``sampler``: another sampling model than the preset's)."""
     from toolformer_kit.annotate.config import AnnotateConfig
-    from toolformer_kit.pipeline.config import PipelineConfig
+    from toolformer_kit.pipeline.config import preset
 
-    p = PipelineConfig()
+    p = preset("smoke")
     return AnnotateConfig(model=p.model, sampler_model=p.sampler_model if sampler is None else sampler, tools=[tool],
                           corpus="default", default_docs=p.docs_per_source, window_tokens=p.window_tokens, seed=p.seed)
 

@@ -39,8 +39,9 @@ def _pipeline_report(tmp_path, monkeypatch, **settings):
 
     for name in ("annotation_blocks", "training_blocks", "eval_blocks"):
         monkeypatch.setattr(report, name, lambda *a: [])
+    cstar = settings.pop("cstar", None)
     cfg = pipeline.PipelineConfig(out=str(tmp_path), **settings)
-    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0})
+    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0}, cstar)
     return md.read_text(encoding="utf-8")
 
 
@@ -50,7 +51,34 @@ def test_report_states_a_different_sampler_as_a_deviation_before_the_settings(tm
     line = next(ln for ln in text.splitlines() if "sampled by" in ln)
     assert "qwen2.5-coder-0.5b" in line and "smollm2-135m" in line and "one model M" in line
     for same in ("smollm2-135m", ""):
-        assert "Deviations" not in _pipeline_report(tmp_path, monkeypatch, sampler_model=same)
+        assert "sampled by" not in _pipeline_report(tmp_path, monkeypatch, model="smollm2-135m", sampler_model=same)
+
+
+def test_report_opens_with_what_the_run_is_and_where_the_evidence_is(tmp_path, monkeypatch):
+    """issue 43, item 2: first what the run is and what it learned from; then the committed
+    results, read from the repository (no stale hand-written pointer)."""
+    import json
+
+    from toolformer_kit.pipeline import fresh
+
+    annotated = tmp_path / "annotate"
+    annotated.mkdir()
+    (annotated / "corpus.jsonl").write_text(json.dumps({"id": "g#1", "text": "[Calculator(2 * 3) -> 6] 6",
+                                                        "calls": [{"tool": "Calculator"}]}) + "\n")
+    files = fresh.joined(annotated, ["datasets/cstar-math"], tmp_path / "train-data")
+    text = _pipeline_report(tmp_path, monkeypatch, cstar=files["cstar.jsonl"])
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[:2] == ["## What this run is", "## Verdict"]
+    about = text[text.index("## What this run is"): text.index("## Verdict")]
+    assert "A demonstration sized for a laptop. qwen2.5-coder-0.5b annotates 8 fresh windows" in about
+    assert "keeps 1 calls in 1 texts" in about and "datasets/cstar-math: 300 calls in 192 texts" in about
+    assert "301 calls in all" in about and "100 problems per task" in about
+    assert "| results/math | math — Calculator on SVAMP, ASDiv and MAWPS | pooled tools − disabled +26.0 [+22.6, " \
+           "+29.3] points, endpoint met |" in about
+    assert "| results/search | " in about and "superseded (see its report)" in about
+    assert "search-try0 (null)" not in text
+    smoke = _pipeline_report(tmp_path, monkeypatch, corpus="default", cstar_datasets=[], model="smollm2-135m")
+    assert "A smoke run: smollm2-135m on the embedded mixed corpus" in smoke
 
 
 def test_report_says_which_tool_each_task_exercises(tmp_path, monkeypatch):

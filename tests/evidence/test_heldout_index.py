@@ -66,7 +66,7 @@ def test_the_annotate_stage_is_given_that_corpus(corpus_run, monkeypatch):
     seen = []
 
     class Runner:
-        def __init__(self, acfg):
+        def __init__(self, acfg, documents=None):
             seen.append(acfg)
 
         def run(self):

@@ -35,9 +35,12 @@ def scale_note(calls: int | None, texts: int | None) -> str:
     """
     if calls is None or calls >= SMOKE_CALLS:
         return ""
+    met = [folder for folder, _, endpoint in committed_results() if endpoint.startswith("pooled")
+           and endpoint.endswith("endpoint met")]
     return (f"This run is smoke-sized: its C* holds {calls} calls in {texts} texts, too few for the effect of "
             "tool use to show (the paper's C* per tool holds thousands); it checks that every stage runs. "
-            "The evidence about the effect is in the committed results listed under \"What this run is\".")
+            "The evidence about the effect is in the committed results listed under \"What this run is\""
+            + (f"; those that met their pre-registered endpoint: {', '.join(met)}." if met else "."))
 
 
 def committed_results(root: Path = REPO) -> list[tuple[str, str, str]]:
@@ -45,11 +48,17 @@ def committed_results(root: Path = REPO) -> list[tuple[str, str, str]]:
     repository, read from the files, so the list cannot go stale as results are added."""
     out = []
     for md in sorted((root / "results").glob("*/report.md")):
-        title = next((line[2:].strip() for line in md.read_text(encoding="utf-8").splitlines()
-                      if line.startswith("# ")), md.parent.name)
+        lines = md.read_text(encoding="utf-8").splitlines()
+        title = next((line[2:].strip() for line in lines if line.startswith("# ")), md.parent.name)
+        endpoint = _endpoint(md.parent / "results.json")
+        if any(line.startswith(SUPERSEDED) for line in lines[:6]):  # a later audit's banner under the title
+            endpoint = "superseded (see its report)" + (f"; was: {endpoint}" if endpoint else "")
         out.append((f"results/{md.parent.name}", title.split(": ", 1)[-1] if title.startswith(("Evidence", "Study"))
-                    else title, _endpoint(md.parent / "results.json")))
+                    else title, endpoint))
     return out
+
+
+SUPERSEDED = "> **Superseded**"
 
 
 def _endpoint(path: Path) -> str:
