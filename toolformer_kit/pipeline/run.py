@@ -10,8 +10,10 @@ fields of :class:`PipelineConfig`.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import os
 import random
 import time
 from pathlib import Path
@@ -239,6 +241,35 @@ def check_inputs(cfg: PipelineConfig) -> None:
     check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
 
 
+def release_memory() -> None:
+    """Give a finished stage's memory back before the next stage allocates its own: the trainer's
+    optimizer and models sit in reference cycles, and glibc keeps freed heap pages (measured: 6.8 GB
+    still resident after fine-tuning Qwen 0.5B without the trim, the run's peak 1–2 GB higher)."""
+    import ctypes
+    import ctypes.util
+
+    gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim
+        pass
+
+
+def memory_gb() -> tuple[float, float]:
+    """This process's resident memory now and its peak so far, in GB: the run's budget (≤ 16 GB
+    on a laptop) is checked stage by stage in the log."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # no /proc (macOS): the peak is all there is
+        now = peak
+    return now / 1e9, peak / 1e9
+
+
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     check_inputs(cfg)
     for name in cfg.tools:  # before any stage writes: an unknown name used to surface at annotation
@@ -255,6 +286,8 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
         log.info("stage %s", name)
         result = fn(*args)
         timings[name] = time.perf_counter() - t0
+        release_memory()
+        log.info("stage %s done in %.0f s; memory now %.1f GB, peak so far %.1f GB", name, timings[name], *memory_gb())
         return result
 
     timed("models", stage_models, cfg)
