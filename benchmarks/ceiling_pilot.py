@@ -24,19 +24,8 @@ from pathlib import Path
 
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
-from toolformer_kit.evidence.oracle import DEFAULT_MODELS, DEFAULT_TASKS, available_tasks, pilot_table, run_pilot
-
-
-def real_generate_for(dtype: str, batch: int):
-    """``generate_for(model)``: the model loaded as the evaluation loads it, behind the real decoder."""
-
-    def generate_for(model: str):
-        from toolformer_kit.eval.harness import decoder_generate
-        from toolformer_kit.lm.base import load_lm
-
-        return decoder_generate(load_lm(model, dtype=dtype), batch)
-
-    return generate_for
+from toolformer_kit.evidence.oracle import (DEFAULT_MODELS, DEFAULT_TASKS, available_tasks, decoder_generate_for,
+                                           pilot_table, run_pilot)
 
 
 def main(argv=None, generate_for=None, search=None) -> int:
@@ -68,7 +57,7 @@ def main(argv=None, generate_for=None, search=None) -> int:
             from toolformer_kit.lm.base import set_threads
 
             set_threads(args.threads)
-            generate_for = real_generate_for(args.dtype, args.batch)
+            generate_for = decoder_generate_for(args.dtype, args.batch)
         forms = [f for f in args.forms.split(",") if f]
         models = [m for m in args.models.split(",") if m]
         result = run_pilot(models, tasks, data_dir, search, generate_for, args.out,

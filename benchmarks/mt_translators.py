@@ -26,7 +26,7 @@ from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.evidence.tool_ceiling import (LANGUAGES, mlqa_questions, translate_questions, translator_rows,
                                                   translator_table, write_jsonl)
-from toolformer_kit.files import read_jsonl, write_atomic
+from toolformer_kit.files import finished_rows, read_jsonl, write_atomic
 
 DEFAULT_CANDIDATES = ("qwen2.5-coder-0.5b", "gemma3-270m", "smollm2-135m")
 
@@ -39,8 +39,8 @@ def run(candidates, langs, data_dir, out: Path, limit, batch, translator_for, re
         for lang in langs:
             questions = mlqa_questions(data_dir, lang)[: limit or None]
             path = out / "translations" / cand.replace("/", "_") / f"{lang}.jsonl"
-            old = read_jsonl(path) if path.is_file() else []
-            if [r["id"] for r in old] == [q for q, _ in questions]:
+            old = finished_rows(path, [q for q, _ in questions])
+            if old is not None:
                 records[(cand, lang)] = old
                 continue
             translator = translator or translator_for(cand)

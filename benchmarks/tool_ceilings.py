@@ -28,29 +28,12 @@ from pathlib import Path
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.eval.tasks import get_task, subset
-from toolformer_kit.evidence.oracle import answer_items, check_forms, pilot_row, pilot_table
+from toolformer_kit.evidence.oracle import answer_items, check_forms, decoder_generate_for, pilot_row, pilot_table
 from toolformer_kit.evidence.tool_ceiling import (LANGUAGES, REFERENCE, calendar_items, granularity, grouped_rows,
                                                   mlqa_columns, mlqa_questions, question_line, write_jsonl)
-from toolformer_kit.files import read_jsonl, write_atomic
+from toolformer_kit.files import finished_rows, read_jsonl, write_atomic
 
 READER = "qwen2.5-coder-0.5b"
-
-
-def real_generate_for(dtype: str, batch: int):
-    def generate_for(model: str):
-        from toolformer_kit.eval.harness import decoder_generate
-        from toolformer_kit.lm.base import load_lm
-
-        return decoder_generate(load_lm(model, dtype=dtype), batch)
-
-    return generate_for
-
-
-def _cached(path: Path, ids, columns):
-    old = read_jsonl(path) if path.is_file() else []
-    if [r["id"] for r in old] == list(ids) and all(c in r for r in old for c in columns):
-        return old
-    return None
 
 
 def run_calendar(args, generate_for, data_dir) -> dict:
@@ -60,7 +43,7 @@ def run_calendar(args, generate_for, data_dir) -> dict:
         task = get_task(name)
         items = calendar_items(task.load(data_dir), args.limit or None)
         path = out / args.model.replace("/", "_") / f"{name}.jsonl"
-        recs = _cached(path, [i.example.id for i in items], forms)
+        recs = finished_rows(path, [i.example.id for i in items], forms)
         if recs is None:
             generate = generate or generate_for(args.model)
             t0 = time.perf_counter()
@@ -93,7 +76,7 @@ def run_mlqa(args, generate_for, data_dir) -> dict:
                 raise ConfigError(f"no translations of {cand} for {lang} at {path}; run benchmarks/mt_translators.py first")
             translations[cand] = {r["id"]: r["result"] for r in read_jsonl(path)}
         path = out / args.model.replace("/", "_") / f"mlqa-{lang}.jsonl"
-        recs = _cached(path, [ex.id for ex in examples], columns)
+        recs = finished_rows(path, [ex.id for ex in examples], columns)
         if recs is None:
             generate = generate or generate_for(args.model)
             t0 = time.perf_counter()
@@ -133,7 +116,7 @@ def main(argv=None, generate_for=None) -> int:
             from toolformer_kit.lm.base import set_threads
 
             set_threads(args.threads)
-            generate_for = real_generate_for(args.dtype, args.batch)
+            generate_for = decoder_generate_for(args.dtype, args.batch)
         result = (run_calendar if args.kind == "calendar" else run_mlqa)(args, generate_for, data_dir)
     except (ConfigError, KeyError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

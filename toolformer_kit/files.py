@@ -87,3 +87,22 @@ def write_atomic(path: str | Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def finished_rows(path: str | Path, ids, columns=()) -> list | None:
+    """The rows of a JSONL file written by an earlier run, if it is finished for this one: the
+    same ids in the same order, every row holding ``columns``; else None (write it again). Lets a
+    long measurement resume file by file without trusting a file made for other inputs.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); p = d / "a.jsonl"
+    >>> finished_rows(p, ["x"]) is None
+    True
+    >>> _ = p.write_text('{"id": "x", "call": 1}\\n')
+    >>> [finished_rows(p, ["x"], ["call"]) is None, finished_rows(p, ["x"], ["context"]), finished_rows(p, ["y"])]
+    [False, None, None]
+    """
+    path = Path(path)
+    old = read_jsonl(path) if path.is_file() else []
+    if old and [r.get("id") for r in old] == list(ids) and all(c in r for r in old for c in columns):
+        return old
+    return None

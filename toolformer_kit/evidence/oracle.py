@@ -63,6 +63,19 @@ class PilotItem:
     tool: str = ORACLE_TOOL  # the tool whose result ``passage`` is (Calendar and MT: tool_ceiling)
 
 
+def decoder_generate_for(dtype: str, batch: int) -> Callable[[str], GenerateFn]:
+    """``generate_for(model)``: the model loaded as the evaluation loads it, behind the real decoder
+    (the ceiling benchmarks' one way to answer; tests pass a fake instead)."""
+
+    def generate_for(model: str) -> GenerateFn:
+        from ..eval.harness import decoder_generate
+        from ..lm.base import load_lm
+
+        return decoder_generate(load_lm(model, dtype=dtype), batch)
+
+    return generate_for
+
+
 def pilot_items(examples: Sequence[Example], search: Search, limit: int | None = None) -> list[PilotItem]:
     """The first ``limit`` retrievable examples, in the evaluation's fixed hash order (so a larger
     limit extends the same sample); the search runs only until ``limit`` are found.

@@ -99,12 +99,9 @@ def grouped_rows(model: str, task: str, records: Sequence[Mapping], forms: Seque
 # ---------------------------------------------------------------- MT: translating the questions
 def mlqa_questions(data_dir: str | Path, lang: str) -> list[tuple[str, str]]:
     """(id, question) of one MLQA file, in file order; ``lang`` ``en`` gives the references."""
-    from ..eval.tasks.base import require
+    from ..eval.tasks.qa import mlqa_path, mlqa_rows
 
-    path = Path(data_dir) / "mlqa" / "test" / f"test-context-en-question-{lang}.json"
-    data = json.loads(require(path, "MLQA file").read_text(encoding="utf-8"))
-    return [(qa["id"], qa["question"].strip()) for art in data["data"] for para in art["paragraphs"]
-            for qa in para["qas"]]
+    return [(qa["id"], qa["question"].strip()) for qa, _ in mlqa_rows(mlqa_path(data_dir, lang))]
 
 
 def translate_questions(questions: Sequence[tuple[str, str]], lang: str, translator: Translator,

@@ -18,6 +18,7 @@ import ast
 import csv
 import json
 from pathlib import Path
+from typing import Iterator
 
 from .base import Example, Task, ToolPolicy, register, require
 
@@ -67,21 +68,30 @@ def mlqa_prompt(context: str, question: str) -> str:
             f"Question: {question.strip()}\nAnswer:")
 
 
-def load_mlqa_file(path: Path) -> list[Example]:
-    """Examples from one MLQA (SQuAD v1.1-format) file."""
+def mlqa_path(data_dir: str | Path, lang: str, split: str = "test") -> Path:
+    """One MLQA file: English contexts, questions in ``lang`` (``en``: the English questions)."""
+    return Path(data_dir) / "mlqa" / split / f"{split}-context-en-question-{lang}.json"
+
+
+def mlqa_rows(path: Path) -> Iterator[tuple[dict, str]]:
+    """(question record, its context) of one MLQA (SQuAD v1.1-format) file, in file order: the one
+    reader of the format, for the tasks and for the MT benchmarks."""
     data = json.loads(require(path, "MLQA file").read_text(encoding="utf-8"))
-    out = []
     for article in data["data"]:
         for para in article["paragraphs"]:
             for qa in para["qas"]:
-                answers = tuple(dict.fromkeys(a["text"] for a in qa["answers"]))
-                out.append(Example(qa["id"], mlqa_prompt(para["context"], qa["question"]), answers))
-    return out
+                yield qa, para["context"]
+
+
+def load_mlqa_file(path: Path) -> list[Example]:
+    """Examples from one MLQA file."""
+    return [Example(qa["id"], mlqa_prompt(context, qa["question"]),
+                    tuple(dict.fromkeys(a["text"] for a in qa["answers"]))) for qa, context in mlqa_rows(path)]
 
 
 def mlqa_loader(lang: str, split: str = "test"):
     def load(data_dir: Path) -> list[Example]:
-        return load_mlqa_file(data_dir / "mlqa" / split / f"{split}-context-en-question-{lang}.json")
+        return load_mlqa_file(mlqa_path(data_dir, lang, split))
 
     return load
 
