@@ -74,3 +74,9 @@ def test_card_flags_dev_texts_carved_from_the_training_file():
     assert f"**Dev texts: {CARVED_DEV}.**" in carved and "not held-out documents as in the paper" in carved
     held = card.render_card(_summary(counts={"dev source": "held-out file dev.jsonl"}))
     assert "Dev texts: held-out file dev.jsonl." in held and "**Dev texts" not in held
+
+
+def test_card_says_whether_the_dev_texts_hold_calls():
+    with_calls = card.render_card(_summary(config={"dev_with_calls": True}))
+    assert "held-out texts with their calls written in" in with_calls and "(no calls)" not in with_calls
+    assert "held-out plain texts (no calls)" in card.render_card(_summary(config={"dev_with_calls": False}))

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # fixed part of a run (load, 3 dev passes, merge, save) ~35 s + the dev passes, evaluation 1.7 s
 # per example and setting at batch 8 (measured again at batch 32: 1.7× faster per example).
 # SmolLM2's come from the search smoke run and the default pipeline's timed run (LoRA ~0.0045 s
-# per token, evaluation ~0.2 s per maths example and setting); see README "Evidence".
+# per token, evaluation ~0.2 s per maths example and setting); see results/README.md ("Sizing").
 #   positions:    one annotation window's p_i pass (≤ 128 tokens, the instruction prompt's KV cached)
 #   sample:       one sampled call (≤ 32 new tokens, batched)
 #   score:        one scored candidate (the filter's L⁻/L⁺ passes; WikiSearch results make it longer)

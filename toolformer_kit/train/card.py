@@ -81,13 +81,21 @@ def render_card(summary: dict[str, Any]) -> str:
         "## Data", "", _table(["", "count"], list((summary.get("counts") or {}).items())), "",
         "## Hyper-parameters", "", _table(["setting", "value"], list((summary.get("hyperparameters") or {}).items())), "",
         "## Dev perplexity", "",
-        "Token-level perplexity on held-out plain texts (no calls); step 0 is the model before training.", "",
+        f"Token-level perplexity on held-out {_dev_kind(summary)}; step 0 is the model before training.", "",
         *_dev_note(summary),
         _table(["step", "perplexity"], eval_rows) if eval_rows else "No evaluation was run.", "",
         f"Kept checkpoint: step {best}." if best is not None else "", "",
         f"Wall time: {summary.get('wall_time_s', 0):.0f} s.", "",
         f"![training loss and dev perplexity]({PLOT_NAME})", "",
     ])
+
+
+def _dev_kind(summary: dict[str, Any]) -> str:
+    """What the dev texts hold: a card once said "plain texts (no calls)" for dev texts carved
+    with their calls kept (``--dev-with-calls``)."""
+    with_calls = ((summary.get("config") or {}).get("dev_with_calls")
+                  or "calls kept" in (summary.get("counts") or {}).get("dev source", ""))
+    return "texts with their calls written in" if with_calls else "plain texts (no calls)"
 
 
 def _dev_note(summary: dict[str, Any]) -> list[str]:
