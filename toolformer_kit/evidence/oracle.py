@@ -38,7 +38,7 @@ from ..eval.harness import GenerateFn, decode_config
 from ..eval.metrics import newcombe_paired_diff, wilson_ci
 from ..eval.setting import DISABLED
 from ..eval.tasks import Example, Task, get_task, subset
-from ..files import write_atomic
+from ..files import finished_rows, write_atomic
 from .ceiling import question_of, retrievable
 from .results import pct
 
@@ -253,10 +253,6 @@ def pilot_cells(rows: Sequence[Mapping], forms: Sequence[str]) -> tuple[list[str
 
 
 # ---------------------------------------------------------------- the run
-def _read(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def run_pilot(models: Sequence[str], tasks: Sequence[Task], data_dir: str | Path, search: Search,
               generate_for: Callable[[str], GenerateFn], out: str | Path, *, limit: int | None = 30,
               forms: Sequence[str] = ("call",), seed: int = 0) -> dict:
@@ -279,8 +275,8 @@ def run_pilot(models: Sequence[str], tasks: Sequence[Task], data_dir: str | Path
         for task in tasks:
             path = out / model.replace("/", "_") / f"{task.name}.jsonl"
             want = [i.example.id for i in items[task.name]]
-            old = _read(path) if path.is_file() else []
-            if [r["id"] for r in old] == want and all(f in r for r in old for f in forms):
+            old = finished_rows(path, want, forms)
+            if old is not None:
                 records[(model, task.name)] = old
                 continue
             generate = generate or generate_for(model)
