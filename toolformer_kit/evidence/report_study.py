@@ -172,6 +172,29 @@ TITLES = {"scale": "Scaling: does tool use emerge with model size here?",
           "cost": "Cost-aware filtering: a price λ on each call"}
 
 
+def report_blocks(res: Mapping, plots: Mapping[str, str]) -> list[R.Block]:
+    """The study's report from its results.json alone (``plots``: recipe → PNG name, or ``scale`` →
+    the scaling plot), so a committed report re-renders from what was committed."""
+    name, seed, m, wall = res["study"], res["seed"], res["machine"], res["wall_seconds"]
+    if name == "scale":
+        findings, body = res["findings"], _scale_blocks(res, plots.get("scale"))
+    else:
+        findings = [f"[{r} recipe] {f}" for r, e in res["recipes"].items() for f in e["findings"]]
+        body = _sweep_blocks(name, res, dict(plots))
+    blocks = [R.Block("h1", f"Study: {name} — {TITLES[name]}"), R.Block("h2", "Finding")]
+    blocks += [R.Block("p", f) for f in findings] or [R.Block("p", "Nothing is evaluated yet.")]
+    blocks += body
+    return blocks + [
+        R.Block("h2", "Time per step"),
+        R.Block("table", header=("step", "wall time"), rows=[(k, clock(v or 0)) for k, v in wall.items()]),
+        R.Block("h2", "Settings"), R.Block("code", res["command"]),
+        R.Block("p", f"Seed {seed}; commit {res['commit']}; {m['cpu']}, {m['cores']} cores, torch {m['torch']} "
+                     f"on {m['torch_threads']} threads; fp32 roofline {m['fp32_matmul_gflops']} GFLOP/s. "
+                     f"Intervals: {res['interval']}. Fine-tuning is LoRA on a CPU at the recipes' sizes, "
+                     "not the paper's full fine-tuning of GPT-J."),
+        R.Block("table", header=("setting", "value"), rows=[(k, v) for k, v in res["settings"].items()])]
+
+
 def write_study(study, command: str) -> Path:
     """Recompute everything from the study's run folder and (re)write ``study.results``."""
     folder = Path(study.results)
@@ -179,32 +202,16 @@ def write_study(study, command: str) -> Path:
     n, seed = study.bootstrap, study.seed
     if study.name == "scale":
         res = collect_scale(study, n, seed)
-        plot_name = plot_scale(res, folder)
-        findings = res["findings"]
-        body = _scale_blocks(res, plot_name)
+        plots = {"scale": p} if (p := plot_scale(res, folder)) else {}
     else:
         res = collect_sweep(study, n, seed)
         plots = {r: p for r, e in res["recipes"].items() if (p := plot_sweep(study.name, r, e, folder))}
-        findings = [f"[{r} recipe] {f}" for r, e in res["recipes"].items() for f in e["findings"]]
-        body = _sweep_blocks(study.name, res, plots)
     m = results.machine()
     res |= {"study": study.name, "command": command, "seed": seed, "commit": git_commit(), "machine": m,
             "settings": recorded(study), "wall_seconds": stage_seconds(Path(study.out)),
             "interval": f"95% percentile bootstrap, {n} resamples, examples resampled within each task and "
                         "paired between tools and disabled; a family's accuracy is the mean of its tasks'"}
     write_atomic(folder / "results.json", json.dumps(res, indent=1, ensure_ascii=False))
-    wall = res["wall_seconds"]
-    blocks = [R.Block("h1", f"Study: {study.name} — {TITLES[study.name]}"), R.Block("h2", "Finding")]
-    blocks += [R.Block("p", f) for f in findings] or [R.Block("p", "Nothing is evaluated yet.")]
-    blocks += body
-    blocks += [R.Block("h2", "Time per step"),
-               R.Block("table", header=("step", "wall time"), rows=[(k, clock(v or 0)) for k, v in wall.items()]),
-               R.Block("h2", "Settings"), R.Block("code", command),
-               R.Block("p", f"Seed {seed}; commit {res['commit']}; {m['cpu']}, {m['cores']} cores, torch {m['torch']} "
-                            f"on {m['torch_threads']} threads; fp32 roofline {m['fp32_matmul_gflops']} GFLOP/s. "
-                            f"Intervals: {res['interval']}. Fine-tuning is LoRA on a CPU at the recipes' sizes, "
-                            "not the paper's full fine-tuning of GPT-J."),
-               R.Block("table", header=("setting", "value"), rows=[(k, v) for k, v in res["settings"].items()])]
-    (folder / "report.md").write_text(R.to_markdown(blocks), encoding="utf-8")
+    (folder / "report.md").write_text(R.to_markdown(report_blocks(res, plots)), encoding="utf-8")
     log.info("study results in %s", folder)
     return folder
