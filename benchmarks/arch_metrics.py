@@ -2,9 +2,11 @@
 
 Prints: modules, import edges (module to module, and package to package), layers (the documented
 table in docs/architecture.md and the depth of the package graph), cycles, the largest module and
-function, the config dataclasses' fields (and, per composite config, how many re-declare a stage
-config's field instead of taking it from there), the ``_f`` field helpers, and the places that
-resolve τf. Reads the source only (``ast``), so it runs in a second and imports nothing heavy.
+function, the largest package's share of the lines, the config dataclasses' fields (and, per
+composite config, how many re-declare a stage config's field instead of taking it from there, and
+how many take one under another name), the routes from flags or a file to a config and the
+functions that map one config into another by hand, the ``_f`` field helpers, the places that
+resolve τf, and the modules that no test imports (issue 45). Reads the source only (``ast``), so it runs in a second and imports nothing heavy.
 
     python benchmarks/arch_metrics.py [--json]
 """
@@ -61,13 +63,17 @@ def _config_classes(trees: dict[str, ast.Module]) -> dict[str, dict]:
                 continue
             if not any("dataclass" in ast.unparse(d) for d in node.decorator_list):
                 continue
-            own, taken = [], []
+            own, taken, renamed = [], [], []
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     value = ast.unparse(item.value) if item.value else ""
                     (taken if value.startswith("stage_field(") else own).append(item.target.id)
+                    args = item.value.args if isinstance(item.value, ast.Call) else []
+                    if value.startswith("stage_field(") and len(args) > 1 and isinstance(args[1], ast.Constant) \
+                            and args[1].value != item.target.id:
+                        renamed.append(f"{item.target.id}←{args[1].value}")
             bases = [ast.unparse(b) for b in node.bases]
-            out[node.name] = {"module": mod, "own": own, "taken": taken, "bases": bases}
+            out[node.name] = {"module": mod, "own": own, "taken": taken, "renamed": renamed, "bases": bases}
     return out
 
 
@@ -97,12 +103,18 @@ def measure() -> dict:
             composites[c] = {"fields": len(fields), "re-declared from a stage config": len(redeclared),
                              "taken from a stage config": len(classes[c]["taken"]) + sum(
                                  len(_all_fields(b, classes)) for b in classes[c]["bases"] if b in classes),
+                             "renamed from a stage config": len(classes[c]["renamed"]),
                              "dtype": "dtype" in fields, "call_cost": "call_cost" in fields}
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     doc_layers = sorted({int(x) for x in re.findall(r"^\| (\d+) ", doc, flags=re.M)})
     helpers = sum(1 for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.FunctionDef) and n.name == "_f")
     tau_f = _tau_f_resolvers(trees)
     largest_mod = max(lines.items(), key=lambda kv: kv[1])
+    per_unit: dict[str, int] = {}
+    for m, n in lines.items():
+        per_unit[rules.unit(m)] = per_unit.get(rules.unit(m), 0) + n
+    top_unit = max(per_unit.items(), key=lambda kv: kv[1])
+    routes, mappings = _config_builders(trees, set(classes))
     largest_fn = max(funcs)
     return {
         "modules": len(mods),
@@ -114,13 +126,54 @@ def measure() -> dict:
         "cycles (packages)": len(rules.cycles({u: ts - {u} for u, ts in units.items()})),
         "largest module": f"{largest_mod[0]} ({largest_mod[1]} lines)",
         "largest function": f"{largest_fn[1]} ({largest_fn[0]} lines)",
+        "largest package": f"{top_unit[0]} ({top_unit[1]} of {sum(lines.values())} lines, "
+                           f"{100 * top_unit[1] / sum(lines.values()):.0f} %)",
         "config dataclasses": len(classes),
         "config fields (all *Config dataclasses)": sum(len(_all_fields(c, classes)) for c in classes),
         "config fields declared (written out)": sum(len(c["own"]) for c in classes.values()),
         "composite configs": composites,
         "_f field helpers": helpers,
         "τf resolvers (functions that fall back to a tool's paper τf)": tau_f,
+        "routes from flags or a file to a config": routes,
+        "config → config mappings written by hand": mappings,
+        "modules no test imports": _untested(set(mods)),
     }
+
+
+def _config_builders(trees: dict[str, ast.Module], configs: set[str]) -> tuple[list[str], list[str]]:
+    """Functions returning a ``*Config``: a *route* when it reads flags (an ``argparse.Namespace``)
+    or a named file (``load_*``), a *mapping* when it takes another config and returns one."""
+    routes, mappings = [], []
+    for m, t in trees.items():
+        for node in ast.walk(t):
+            if not isinstance(node, ast.FunctionDef) or node.returns is None:
+                continue
+            ret = ast.unparse(node.returns)
+            if not (ret in configs or ret in ("C", "type[C]") or ret.endswith("Config")):
+                continue
+            params = [ast.unparse(a.annotation) if a.annotation else a.arg for a in node.args.args]
+            if any("Namespace" in p for p in params) or node.name.startswith("load_"):
+                routes.append(f"{m}.{node.name}")
+            elif node.args.args and (node.args.args[0].arg == "cfg" or any(p in configs for p in params)):
+                mappings.append(f"{m}.{node.name}")
+    return sorted(routes), sorted(mappings)
+
+
+def _untested(mods: set[str]) -> list[str]:
+    """Modules (not ``__init__``) that no file under tests/ imports, directly or as ``from P import m``,
+    and that hold no doctest (the default test run collects the package's doctests too)."""
+    seen: set[str] = set()
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                seen |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                seen |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    packages = {m for m in mods if (PKG / Path(*m.split(".")[1:]) / "__init__.py").exists()}
+    def doctested(m: str) -> bool:
+        return ">>> " in (PKG / Path(*m.split(".")[1:])).with_suffix(".py").read_text(encoding="utf-8")
+
+    return sorted(m for m in mods - packages if m not in seen and m != "toolformer_kit" and not doctested(m))
 
 
 def _tau_f_resolvers(trees: dict[str, ast.Module]) -> list[str]:

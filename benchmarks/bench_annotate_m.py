@@ -34,7 +34,7 @@ from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates  # n
 from toolformer_kit.annotate.positions import LEAD  # noqa: E402
 from toolformer_kit.annotate.stages import ShardAnnotator, ShardStats  # noqa: E402
 from toolformer_kit.files import write_atomic  # noqa: E402
-from toolformer_kit.evidence.campaign import CampaignConfig, annotate_config, campaign_windows  # noqa: E402
+from toolformer_kit.campaign.run import CampaignConfig, annotate_config, campaign_windows  # noqa: E402
 from toolformer_kit.lm import hf_slots  # noqa: E402
 from toolformer_kit.lm.base import load_lm, set_threads  # noqa: E402
 from toolformer_kit.tools import get_tool  # noqa: E402

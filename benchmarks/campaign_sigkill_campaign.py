@@ -39,8 +39,8 @@ def child(out: str) -> None:
     from tests.annotate.fakes import FakeEngine, FakeLM, calculator_tool
     from toolformer_kit.annotate.document import Document
     from toolformer_kit.annotate.execute import Executor
-    from toolformer_kit.evidence import campaign as C
-    from toolformer_kit.evidence.selection import Selection
+    from toolformer_kit.campaign import run as C
+    from toolformer_kit.corpora.selection import Selection
 
     class SlowLM(FakeLM):
         def __getattribute__(self, name):

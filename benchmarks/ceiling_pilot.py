@@ -4,7 +4,7 @@ For each model and each QA/LAMA task whose files are present, on the examples wh
 in the top BM25 passage for the question, the model answers the task prompt as it is (closed-book)
 and with that passage in it (oracle; ``--forms call``: as a WikiSearch call's result where the
 answer starts, ``context``: before the prompt). Decoding and scoring are the evaluation's own. See
-:mod:`toolformer_kit.evidence.oracle` for the definitions; this file only loads the models.
+:mod:`toolformer_kit.measures.oracle` for the definitions; this file only loads the models.
 
 Writes ``<out>/table.md``, ``<out>/results.json`` and one JSONL of answers per model and task; a
 re-run reuses the finished (model, task) files. Sized for ~10 minutes on a 2-core CPU at the
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
-from toolformer_kit.evidence.oracle import (DEFAULT_MODELS, DEFAULT_TASKS, available_tasks, decoder_generate_for,
+from toolformer_kit.measures.oracle import (DEFAULT_MODELS, DEFAULT_TASKS, available_tasks, decoder_generate_for,
                                            pilot_table, run_pilot)
 
 
@@ -50,7 +50,7 @@ def main(argv=None, generate_for=None, search=None) -> int:
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
         tasks = available_tasks([t for t in args.tasks.split(",") if t], data_dir)
         if search is None:
-            from toolformer_kit.evidence.ceiling import bm25_search
+            from toolformer_kit.measures.ceiling import bm25_search
 
             search = bm25_search(args.corpus)
         if generate_for is None:

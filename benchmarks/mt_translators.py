@@ -24,7 +24,7 @@ from pathlib import Path
 
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
-from toolformer_kit.evidence.tool_ceiling import (LANGUAGES, mlqa_questions, translate_questions, translator_rows,
+from toolformer_kit.measures.tool_ceiling import (LANGUAGES, mlqa_questions, translate_questions, translator_rows,
                                                   translator_table, write_jsonl)
 from toolformer_kit.files import finished_rows, read_jsonl, write_atomic
 

@@ -2,7 +2,7 @@
 on the others, per task and pooled, for each retrieval (sentences: the new reader that abstains
 unless its answer is a span of the sentences it read; passages: the reader before it).
 
-See :mod:`toolformer_kit.evidence.qa_check` for the definitions; this file only builds the tools.
+See :mod:`toolformer_kit.measures.qa_check` for the definitions; this file only builds the tools.
 Goal: pooled ≥ 50 % right on retrievable questions, ≤ 10 % wrong on the others. Writes
 ``<out>/table.md``, ``<out>/results.json`` (with seconds per question) and one JSONL per retrieval.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
-from toolformer_kit.evidence.oracle import available_tasks
-from toolformer_kit.evidence.qa_check import qa_table, run_qa_check
+from toolformer_kit.measures.oracle import available_tasks
+from toolformer_kit.measures.qa_check import qa_table, run_qa_check
 
 TASKS = ("webquestions", "nq", "triviaqa", "lama-trex", "wiki-cloze")
 
@@ -73,7 +73,7 @@ def main(argv=None, lm=None) -> int:
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
         tasks = available_tasks([t for t in args.tasks.split(",") if t], data_dir)
         readers = answerers(args, lm, QAReader)
-        from toolformer_kit.evidence.ceiling import bm25_search
+        from toolformer_kit.measures.ceiling import bm25_search
 
         search = bm25_search(args.corpus)
         if lm is None:

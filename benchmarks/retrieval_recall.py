@@ -23,8 +23,8 @@ from pathlib import Path
 from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.eval.metrics import wilson_ci
 from toolformer_kit.eval.tasks import subset
-from toolformer_kit.evidence.ceiling import TOP, question_of, retrievable
-from toolformer_kit.evidence.oracle import DEFAULT_TASKS, available_tasks
+from toolformer_kit.measures.ceiling import TOP, question_of, retrievable
+from toolformer_kit.measures.oracle import DEFAULT_TASKS, available_tasks
 from toolformer_kit.files import write_atomic
 from toolformer_kit.tools.dense import RETRIEVALS, Retriever
 from toolformer_kit.tools.wikisearch import default_index

@@ -3,7 +3,7 @@
 ``calendar``: on DATESET (the paper's families) and DATESET-days, the reader answers each question
 closed-book and with the Calendar's sentence for the example's date (``--forms call,context``: as a
 call's result where the answer starts, or before the question); rows per template family, per
-granularity and pooled (:mod:`toolformer_kit.evidence.tool_ceiling`).
+granularity and pooled (:mod:`toolformer_kit.measures.tool_ceiling`).
 
 ``mlqa``: on each MLQA language, the reader answers with the question as given (closed), with the
 English question (``reference``) and with each candidate's translation (read from
@@ -28,8 +28,8 @@ from pathlib import Path
 from toolformer_kit.config import ConfigError
 from toolformer_kit.eval.config import default_data_dir
 from toolformer_kit.eval.tasks import get_task, subset
-from toolformer_kit.evidence.oracle import answer_items, check_forms, decoder_generate_for, pilot_row, pilot_table
-from toolformer_kit.evidence.tool_ceiling import (LANGUAGES, REFERENCE, calendar_items, granularity, grouped_rows,
+from toolformer_kit.measures.oracle import answer_items, check_forms, decoder_generate_for, pilot_row, pilot_table
+from toolformer_kit.measures.tool_ceiling import (LANGUAGES, REFERENCE, calendar_items, granularity, grouped_rows,
                                                   mlqa_columns, mlqa_questions, question_line, write_jsonl)
 from toolformer_kit.files import finished_rows, read_jsonl, write_atomic
 

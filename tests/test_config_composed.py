@@ -13,9 +13,9 @@ import pytest
 from toolformer_kit.annotate.config import AnnotateConfig
 from toolformer_kit.config import load_config_file, recorded, to_dict
 from toolformer_kit.eval.config import EvalConfig
-from toolformer_kit.evidence.campaign import CampaignConfig
-from toolformer_kit.evidence.recipe import ExperimentConfig, load_recipe
-from toolformer_kit.evidence.studies import StudyConfig, load_study
+from toolformer_kit.campaign.run import CampaignConfig
+from toolformer_kit.experiment.recipe import ExperimentConfig, load_recipe
+from toolformer_kit.study.run import StudyConfig, load_study
 from toolformer_kit.pipeline.config import PipelineConfig
 from toolformer_kit.train.config import TrainConfig
 
@@ -58,7 +58,7 @@ def test_the_pipeline_passes_dtype_and_call_cost_to_its_stages(tmp_path):
 
 
 def test_a_recipe_passes_them_too_and_its_evaluation_keeps_fp32_on_a_cpu_under_auto(tmp_path):
-    from toolformer_kit.evidence import run
+    from toolformer_kit.experiment import run
 
     cfg = ExperimentConfig(name="t", call_cost=1.0, dtype="bf16", backend="hf")
     assert (run.annotate_config(cfg, tmp_path).call_cost, run.annotate_config(cfg, tmp_path).dtype) == (1.0, "bf16")
@@ -68,7 +68,7 @@ def test_a_recipe_passes_them_too_and_its_evaluation_keeps_fp32_on_a_cpu_under_a
 
 def test_a_study_sets_them_for_every_recipe_and_the_cost_study_refuses_a_fixed_call_cost(tmp_path):
     from toolformer_kit.config import ConfigError
-    from toolformer_kit.evidence.layout import recipe_config
+    from toolformer_kit.study.layout import recipe_config
 
     study = load_study("tau", {"out": str(tmp_path), "dtype": "fp32", "call_cost": 0.5})
     cfg = recipe_config(study, "math", tmp_path / "math")

@@ -31,8 +31,15 @@ MAY_IMPORT = {
     # The pipeline is the one runner of stages; an experiment (evidence) is a pipeline configuration
     # plus an evidence report, built on it; never the other way round (issue 30).
     "pipeline": {"lm", "tools", "decode", "annotate", "train", "eval"},
-    "evidence": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline"},
-    "commands": {"lm", "tools", "decode", "annotate", "train", "eval", "inspector", "pipeline", "evidence"},
+    # What the evidence measures reads run outputs; it runs nothing (issue 45).
+    "measures": {"lm", "tools", "eval"},
+    "corpora": {"lm", "tools", "annotate", "eval", "measures"},
+    "campaign": {"lm", "tools", "annotate", "eval", "measures", "corpora"},
+    "experiment": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline", "measures", "corpora"},
+    "study": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline", "measures", "corpora",
+              "experiment"},
+    "commands": {"lm", "tools", "decode", "annotate", "train", "eval", "inspector", "pipeline", "measures",
+                 "corpora", "campaign", "experiment", "study"},
     "cli": {"commands"},
     "__init__": set(),
 }
@@ -80,7 +87,7 @@ def unit(module: str) -> str:
 def test_the_graph_is_read():
     g = graph()
     assert "toolformer_kit.eval.run" in g["toolformer_kit.pipeline.stages"]
-    assert "toolformer_kit.pipeline.stages" in g["toolformer_kit.evidence.run"]
+    assert "toolformer_kit.pipeline.stages" in g["toolformer_kit.experiment.run"]
     assert "toolformer_kit.lm.base" in g["toolformer_kit.lm.hf"]
 
 

@@ -22,10 +22,11 @@ import argparse
 import dataclasses
 import difflib
 import json
+import shlex
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Mapping, Sequence, TypeVar
 
 import yaml
 
@@ -301,6 +302,26 @@ def build_config(cls: type[C], args: argparse.Namespace) -> C:
         if typed is not None:
             values[f.name] = typed
     return from_dict(cls, values, source=source)
+
+
+def command_line(words: Sequence[str], flags: Mapping[str, Any]) -> str:
+    """The command that reproduces a run: ``words`` (the program, its subcommand and positionals)
+    and ``flags`` (field name → value, in the order given) as the flags that set them. One writer
+    for every command that records how it was run, so results/ read the same way throughout.
+
+    >>> command_line(["toolformer", "experiment", "math"], {"docs": 10, "tasks": ["svamp", "asdiv"], "ceiling": False})
+    'toolformer experiment math --docs 10 --tasks svamp,asdiv --no-ceiling'
+    >>> command_line(["toolformer", "chaining"], {"rounds": ["r1=runs/a b"], "typed": True})
+    "toolformer chaining --rounds 'r1=runs/a b' --typed"
+    """
+    parts = list(words)
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):  # a switch: --typed / --no-typed, never "--typed True"
+            parts.append(flag if value else "--no-" + flag[2:])
+        else:
+            parts += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

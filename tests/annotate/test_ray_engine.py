@@ -39,3 +39,11 @@ def test_ray_engine_output_is_identical_to_local(tmp_path):
     assert len(list((tmp_path / "ray" / "shards").glob("shard-*.jsonl"))) == len(DOCS)
     cands = [json.loads(line) for line in (tmp_path / "ray" / "candidates.jsonl").open()]
     assert cands and any(c["score"] is not None for c in cands)
+
+
+def test_without_ray_the_engine_names_the_extra_to_install(monkeypatch):
+    from toolformer_kit.annotate import ray_engine
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # an import of ray now fails as if not installed
+    with pytest.raises(RuntimeError, match=r"pip install 'toolformer-kit\[ray\]'"):
+        ray_engine._import_ray()

@@ -12,8 +12,8 @@ from toolformer_kit.annotate.refilter import thresholds as refilter_thresholds
 from toolformer_kit.annotate.runner import Runner
 from toolformer_kit.annotate.settings import resolve, resolve_run
 from toolformer_kit.config import ConfigError
-from toolformer_kit.evidence.recipe import ExperimentConfig
-from toolformer_kit.evidence.studies import StudyConfig, thresholds
+from toolformer_kit.experiment.recipe import ExperimentConfig
+from toolformer_kit.study.run import StudyConfig, thresholds
 from toolformer_kit.inspector.data import load
 from toolformer_kit.tools import get_tool
 from toolformer_kit.tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT, AnnotationSettings

@@ -6,7 +6,7 @@ import pytest
 from toolformer_kit.eval.harness import decode_config
 from toolformer_kit.eval.setting import DISABLED, Setting
 from toolformer_kit.eval.tasks import get_task
-from toolformer_kit.evidence.results import tools_setting
+from toolformer_kit.measures.results import tools_setting
 
 ON_DISK = ["disabled", "k1", "k3", "k10", "k10+arrow", "k3+arrow"]
 

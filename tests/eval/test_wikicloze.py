@@ -10,7 +10,7 @@ from toolformer_kit.eval.tasks import get_task
 from toolformer_kit.eval.tasks.lama import PROMPT
 from toolformer_kit.eval.tasks.wikicloze import (HELDOUT_SIZE, build_items, cloze_candidates, heldout_titles,
                                                  sentence_fact, wiki_summaries)
-from toolformer_kit.evidence.ceiling import question_of
+from toolformer_kit.measures.ceiling import question_of
 from toolformer_kit.tools.wikisearch import default_index
 
 

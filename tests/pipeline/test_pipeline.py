@@ -160,7 +160,7 @@ def test_the_default_eval_has_no_cc_column_and_no_heldout_documents(tmp_path):
 def test_fresh_windows_are_the_maths_campaigns_next_unannotated_windows():
     """The run annotates windows cut exactly as the campaign cuts them, none that the published
     C* annotated: its kept calls are new calls on new text."""
-    from toolformer_kit.evidence.campaign import CampaignConfig, campaign_windows
+    from toolformer_kit.campaign.run import CampaignConfig, campaign_windows
     from toolformer_kit.pipeline import fresh
 
     count = lambda s: len(s.split())  # noqa: E731 - any counter, the same for both

@@ -80,17 +80,20 @@ def filter_scores(l_eps: float, l_call_noresult: float, l_plus: float, tau_f: fl
 
 
 def decision_flips(ref_scores: Sequence[float], new_scores: Sequence[float], tau_f: float,
-                   margin: float) -> tuple[int, int]:
+                   margin: float, call_cost: float = 0.0) -> tuple[int, int]:
     """(kept/rejected decisions that differ, those of them outside the margin) between two scorings
-    of the same candidates, e.g. fp32 and bf16. A flip counts as *inside* the margin when the
-    reference score lies within ``margin`` of τf: round-off of that size may decide either way.
+    of the same candidates, e.g. fp32 and bf16, decided by :func:`is_kept` at ``tau_f`` and price
+    ``call_cost`` (λ). A flip counts as *inside* the margin when the reference score lies within
+    ``margin`` of the threshold τf + λ: round-off of that size may decide either way.
 
     >>> decision_flips([0.95, 1.2, 3.0, 0.1], [1.05, 0.9, 3.1, 0.2], tau_f=1.0, margin=0.1)
     (2, 1)
+    >>> decision_flips([0.95, 1.2, 3.0, 0.1], [1.05, 0.9, 3.1, 0.2], tau_f=1.0, margin=0.1, call_cost=0.15)
+    (1, 0)
     """
     flips = outside = 0
     for a, b in zip(ref_scores, new_scores, strict=True):
-        if (a >= tau_f) != (b >= tau_f):
+        if is_kept(a, tau_f, call_cost) != is_kept(b, tau_f, call_cost):
             flips += 1
-            outside += abs(a - tau_f) > margin
+            outside += abs(a - (tau_f + call_cost)) > margin
     return flips, outside

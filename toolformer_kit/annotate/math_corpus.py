@@ -24,8 +24,8 @@ Wikipedia lead summaries that pass the Calculator pre-filter's strict part (a cu
 number that is the sum, difference, product or quotient of two nearby ones) follow the GSM8K
 problems: real arithmetic-bearing text of another kind, read only once the problems run out.
 
-It lives in ``annotate`` because the campaign (``evidence``) and ``toolformer pipeline``, which
-annotates fresh windows of it, both read it; the search selection stays in ``evidence.selection``.
+It lives in ``annotate`` because the campaign (``campaign``) and ``toolformer pipeline``, which
+annotates fresh windows of it, both read it; the search selection stays in ``corpora.selection``.
 """
 
 from __future__ import annotations

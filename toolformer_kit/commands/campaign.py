@@ -19,14 +19,14 @@ HELP = "run or resume a C* campaign: Calculator (default) or search (banked, res
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..config import add_dataclass_args
-    from ..evidence.campaign import CampaignConfig
+    from ..campaign.run import CampaignConfig
 
     add_dataclass_args(parser, CampaignConfig)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..config import build_config
-    from ..evidence.campaign import CampaignConfig, run_campaign
+    from ..campaign.run import CampaignConfig, run_campaign
 
     cfg = build_config(CampaignConfig, args)
     s = run_campaign(cfg)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 
+from .. import config
 from .cli import standalone
 
 HELP = "accuracy against the call budget per annotation round: results/chaining (beyond the paper)"
@@ -22,7 +22,7 @@ HELP = "accuracy against the call budget per annotation round: results/chaining 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..config import add_dataclass_args
-    from ..evidence.chaining import ChainingConfig
+    from ..study.chaining import ChainingConfig
 
     add_dataclass_args(parser, ChainingConfig)
     parser.add_argument("--report-only", action="store_true", help="rewrite the results from the eval records")
@@ -31,30 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def command_line(cfg) -> str:
     """The command that reproduces a run: its settings that differ from the defaults, as flags.
 
-    >>> from toolformer_kit.evidence.chaining import ChainingConfig
+    >>> from toolformer_kit.study.chaining import ChainingConfig
     >>> command_line(ChainingConfig(rounds=["r1=runs/a", "r2=runs/b"], budgets=[1, 2]))
     'toolformer chaining --rounds r1=runs/a,r2=runs/b --budgets 1,2'
     >>> command_line(ChainingConfig(rounds=["r1=runs/a"], typed=True))
     'toolformer chaining --rounds r1=runs/a --typed'
     """
     default = type(cfg)()
-    parts = ["toolformer", "chaining"]
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if value == getattr(default, f.name):
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(value, bool):  # a switch: --typed / --no-typed, never "--typed True"
-            parts.append(flag if value else "--no-" + flag[2:])
-            continue
-        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-        parts += [flag, shlex.quote(text)]
-    return " ".join(parts)
+    changed = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+               if getattr(cfg, f.name) != getattr(default, f.name)}
+    return config.command_line(["toolformer", "chaining"], changed)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..config import build_config
-    from ..evidence.chaining import ChainingConfig, run_chaining, write_chaining
+    from ..study.chaining import ChainingConfig, run_chaining, write_chaining
 
     cfg = build_config(ChainingConfig, args)
     command = command_line(cfg)

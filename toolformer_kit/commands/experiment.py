@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 
-from ..config import add_dataclass_args, load_config_file
+from ..config import add_dataclass_args, command_line, load_config_file
 from .cli import standalone
 
 HELP = "run a named recipe (math, search) end to end and write its evidence to results/NAME"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..evidence.recipe import ExperimentConfig, available
+    from ..experiment.recipe import ExperimentConfig, available
 
     names = ", ".join(available()) or "none found"
     parser.add_argument("name", help=f"recipe name (available: {names}) or a path to a recipe .yaml")
@@ -36,31 +35,15 @@ def _typed(args: argparse.Namespace) -> dict:
 
 
 def _flags(args: argparse.Namespace) -> dict:
-    from ..evidence.recipe import ExperimentConfig
+    from ..experiment.recipe import ExperimentConfig
 
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentConfig)
             if f.metadata.get("cli") is not False and getattr(args, f.name, None) is not None}
 
 
-def command_line(name: str, flags: dict, config: str | None = None) -> str:
-    """The command that reproduces a run, written from what was typed (flags in field order).
-
-    >>> command_line("math", {"docs": 10, "tasks": ["svamp", "asdiv"], "ceiling": False})
-    'toolformer experiment math --docs 10 --tasks svamp,asdiv --no-ceiling'
-    """
-    parts = ["toolformer", "experiment", name] + (["--config", config] if config else [])
-    for key, value in flags.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            parts.append(flag if value else "--no-" + flag[2:])
-        else:
-            parts += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..evidence.cost import clock, estimate
-    from ..evidence.recipe import load_recipe
+    from ..experiment.cost import clock, estimate
+    from ..experiment.recipe import load_recipe
 
     cfg = load_recipe(args.name, _typed(args))
     if args.estimate:
@@ -69,9 +52,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{stage:<14} {clock(seconds)}")
         print(f"{'total':<14} {clock(sum(stages.values()))}")
         return 0
-    from ..evidence.run import run_experiment
+    from ..experiment.run import run_experiment
 
-    command = command_line(args.name, _flags(args), args.config)
+    command = command_line(["toolformer", "experiment", args.name, *(["--config", args.config] if args.config else [])],
+                           _flags(args))
     folder = run_experiment(cfg, command)
     print(f"evidence: {folder}/report.md (and results.json); run folder: {cfg.out}")
     return 0

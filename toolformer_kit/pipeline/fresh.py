@@ -20,7 +20,7 @@ from ..config import ConfigError
 from ..files import write_atomic
 
 REPO = Path(__file__).resolve().parents[2]
-# How the maths campaign cuts its corpus (evidence.campaign.campaign_windows: the annotation's
+# How the maths campaign cuts its corpus (campaign.run.campaign_windows: the annotation's
 # default window, 32 tokens of left context); a test holds the two to the same windows.
 CAMPAIGN_WINDOW, CAMPAIGN_CONTEXT = 128, 32
 

@@ -1,7 +1,7 @@
 """The one runner of the method's stages: each is a call into the stage's own library function with
 the stage's own config dataclass, skipped once the stage's marker (written last) says it is done.
 
-``toolformer pipeline`` (:mod:`.run`) and every experiment recipe (:mod:`toolformer_kit.evidence.run`)
+``toolformer pipeline`` (:mod:`.run`) and every experiment recipe (:mod:`toolformer_kit.experiment.run`)
 call these and differ only in the stage configs they build, so a stage cannot behave one way in
 the pipeline and another in a recipe (issue 30: the recipes used to re-implement them).
 """

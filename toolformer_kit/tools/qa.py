@@ -68,7 +68,7 @@ MODEL_ENV = "TOOLFORMER_QA_MODEL"
 MAX_ANSWER_WORDS = 12
 PASSAGES = 2
 PASSAGE_CHARS = 600
-SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (evidence.ceiling.TOP)
+SENTENCE_PASSAGES = 3  # as the retrieval ceiling's top 3 (measures.ceiling.TOP)
 SENTENCES = 5
 TITLE_WEIGHT = 0.5  # a question word only in a sentence's article title counts half
 # In the tool's version (the engine's cache key, and each campaign shard's record): bump when the

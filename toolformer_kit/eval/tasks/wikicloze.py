@@ -3,7 +3,7 @@
 Why. LAMA's and the QA sets' facts may sit in the annotated corpus or in the model's pretraining,
 and only 4–12 % of them are retrievable from the search index at all. A fixed, seeded set of
 :data:`HELDOUT_SIZE` summaries is held out instead: never annotated and absent from the index that
-WikiSearch and QA search while annotating (``toolformer_kit.evidence.corpora`` writes that index's
+WikiSearch and QA search while annotating (``toolformer_kit.corpora.sources`` writes that index's
 corpus without them), but present in the evaluation-time index. A fact from them can be found only
 by searching at test time, so a gain on them is a search gain.
 
@@ -43,7 +43,7 @@ from .lama import PROMPT
 
 HELDOUT_SIZE = 500
 HELDOUT_SEED = 0
-MIN_SUMMARY_WORDS = 40  # as the search recipe's annotated summaries (evidence.corpora.wiki_corpus)
+MIN_SUMMARY_WORDS = 40  # as the search recipe's annotated summaries (corpora.sources.wiki_corpus)
 MIN_PREFIX_WORDS = 5
 MAX_ANSWER_WORDS = 4
 JOINERS = {"of", "de", "the", "von", "van", "da", "du", "del", "la", "le", "al", "bin"}

@@ -1,0 +1,1 @@
+"""What the evidence measures, read from run outputs: the tool-use funnel, the paired verdicts and goals (``results``), the retrieval ceiling, the oracle pilot, the QA tool's check and the Calendar/MT ceilings. Below every runner: nothing here trains or annotates."""
