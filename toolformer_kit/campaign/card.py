@@ -66,7 +66,8 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
 
 def _tools(cfg) -> list[str]:
     """The campaign's tools (a config made before recipes existed is the Calculator's)."""
-    return {"search": ["WikiSearch", "QA"]}.get(getattr(cfg, "recipe", "math"), ["Calculator"])
+    return {"search": ["WikiSearch", "QA"], "calendar": ["Calendar"]}.get(getattr(cfg, "recipe", "math"),
+                                                                         ["Calculator"])
 
 
 def _rows(docs, calls) -> list[dict]:
@@ -195,6 +196,8 @@ def _calls_table(rows: Sequence[dict]) -> list[str]:
 def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
     if getattr(cfg, "recipe", "math") == "search":
         return search_card(cfg, s, rows, n_texts, verdict)
+    if getattr(cfg, "recipe", "math") == "calendar":
+        return calendar_card(cfg, s, rows, n_texts, verdict)
     sel = s["selection"]
     paper = _paper_calculator(cfg)
     lines = [_header(n_texts, f"Calculator, {cfg.model} as M"),
@@ -286,8 +289,8 @@ def _paper_calculator(cfg) -> bool:
 def command(cfg) -> str:
     """The command that rebuilds (or resumes) this dataset."""
     parts = ["toolformer campaign"]
-    if getattr(cfg, "recipe", "math") == "search":
-        parts.append("--config configs/campaigns/search.yaml")
+    if getattr(cfg, "recipe", "math") in ("search", "calendar"):
+        parts.append(f"--config configs/campaigns/{cfg.recipe}.yaml")
     parts.append(f"--out {cfg.out}")
     if getattr(cfg, "bank", ""):
         parts.append(f"--bank {cfg.bank}")
@@ -429,4 +432,49 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
     lines += ["## Limits", "", "- One kind of text (encyclopaedia leads, 10,033 at most), not a web crawl; the paper "
               "kept its WikiSearch and QA calls from CCNet.",
               "- Both tools search the same 10,033 summaries (less the held-out ones), not all of Wikipedia.", ""]
+    return "\n".join(lines)
+
+
+def calendar_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    """The card of a Calendar campaign (issue 42): dated Debian changelog entries."""
+    sel = s["selection"]
+    paper = (cfg.k, cfg.m, cfg.tau_s, cfg.tau_f) == (5, 5, 0.05, 1.0)
+    lines = [_header(n_texts, f"Calendar, {cfg.model} as M"),
+             f"# C* for the Calendar: {cfg.model} annotating dated changelog entries"
+             + (" at the paper's settings" if paper else ""), "",
+             f"**{published_calls(cfg, s)} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**"
+             f"{paper_count_note(cfg, s)}, from {s['windows_annotated']} of {s['windows_selected']} selected windows "
+             f"({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; target {cfg.target_calls}).",
+             "",
+             f"Made by `{command(cfg)}` (toolformer-kit) with the method of Schick et al. (2023), §2: positions "
+             "where p(\" [\") is highest, `Calendar()` calls sampled there and executed with the entry's own date "
+             "(\"Today is Tuesday, June 29, 2010.\"), kept iff L⁻ − L⁺ ≥ τf with the call as a prefix. One model M "
+             "samples, scores and is to be fine-tuned, as in the paper.", "",
+             "## Load", "", "```python", "from datasets import load_dataset",
+             f"cstar = load_dataset(\"json\", data_files=\"{cfg.out}/data/cstar.jsonl\", split=\"train\")", "```", "",
+             "`data/cstar.jsonl`: one row per window with a kept call; `data/documents.jsonl`: every annotated window "
+             "(the paper's C, for +CC); `bank/shard-*.jsonl`: every candidate with score ≥ 0; `corpus/`: the "
+             "selection itself, frozen at the first run so that any machine resumes on the same texts; "
+             "`data/summary.json`: every number below.", "",
+             "## Source and selection", "",
+             f"- The Debian changelogs of the machine that began the campaign: {sel['changelogs']} packages' "
+             f"`changelog.Debian.gz`, {sel['entries']} entries. Each entry becomes a one-sentence byline with its "
+             "signature date written out in words (\"… uploaded bash 5.2-1 to Debian unstable on Wednesday, "
+             "September 28, 2022.\"; the wording is ours, the names, version, date and notes the entry's), then its "
+             "notes. Licence: each package's (DFSG-free). No evaluated set (DATESET, TempLAMA) asks about them.",
+             f"- {sel['in_word_range']} entries of 12–150 words → {sel['documents']} distinct texts in a seeded order "
+             f"→ {sel['windows']} windows of ≤ {cfg.window_tokens} tokens.",
+             "- Why this text: the Calendar returns the date a text was written, and a signed entry states exactly "
+             "that; the paper took the date from a web page's URL. Most calls the filter can keep sit before the "
+             "byline's date, so the C* teaches when a date is today's, not date arithmetic.", "",
+             "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
+             f"τf {cfg.tau_f} ({'the paper' if paper else 'not the paper'}'s Calendar settings: k 5 × m 5, τs 0.05, "
+             f"τf 1.0); seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
+             f"- Command (it resumes from `bank/`, on any machine): `{command(cfg)}`",
+             f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s) + merge_lines(cfg, s)
+    lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
+              f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]
+    lines += _examples_and_judgement(rows, verdict)
+    lines += ["## Limits", "", "- One kind of dated text (package changelogs, with our bylines), not a web crawl.",
+              "- The corpus is the machine's installed packages at the first run, frozen in `corpus/`.", ""]
     return "\n".join(lines)

@@ -1,15 +1,20 @@
 """The campaigns' corpora: the Calculator's (:mod:`toolformer_kit.annotate.math_corpus`, re-exported
-here) and the search recipe's Wikipedia summaries less everything the evaluation asks about."""
+here), the search recipe's Wikipedia summaries less everything the evaluation asks about, and the
+Calendar's dated changelog entries, frozen in the dataset at the first run."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import random
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 from ..annotate.math_corpus import (Selection, _gsm8k_rows, gsm8k_selected, hardness, math_selection,  # noqa: F401
                                     result_hardness, solution_windows, wiki_selected, written_sum_left)
 from ..annotate.document import Document
-from ..annotate.sources import _load_wiki
+from ..annotate.sources import _load_wiki, changelog_entries
+from ..files import read_json, read_jsonl, write_atomic
 from .sources import asked_about, evaluated_text, heldout_for
 
 
@@ -33,3 +38,57 @@ def search_selection(seed: int, tasks: Sequence[str], data_dir) -> Selection:
     docs = [Document(f"wiki:{t}", en[t]["extract"], {"source": "wiki", "title": t, "licence": "CC BY-SA 4.0"})
             for t in titles]
     return Selection(docs, counts)
+
+
+CALENDAR_WORDS = (12, 150)  # as the embedded corpus's changelog entries (annotate.sources.changelog_docs)
+
+
+def calendar_selection(seed: int, root: str | Path = "/usr/share/doc") -> Selection:
+    """The Calendar campaign's corpus (issue 42): every Debian changelog entry under ``root`` as a
+    text dated by its own signature (:func:`~toolformer_kit.annotate.sources.changelog_entries`:
+    a byline with the upload date in words, then the entry's notes), of 12–150 words, one per
+    distinct text (a package's doc folder is often a link to another's), in a seeded order.
+
+    Why changelogs: the Calendar answers with the date a text was written, and a changelog entry
+    is signed with exactly that, while no evaluated set (DATESET, TempLAMA) asks about one. What
+    it holds depends on the machine's installed packages, so the campaign freezes it in the
+    dataset at its first run (:func:`frozen_selection`) and resumes from that copy anywhere."""
+    paths = sorted(Path(root).glob("*/changelog.Debian.gz"))
+    entries = []
+    for path in paths:
+        text = gzip.decompress(path.read_bytes()).decode("utf-8", "replace")
+        entries += changelog_entries(text, path.parent.name)
+    lo, hi = CALENDAR_WORDS
+    in_range = [e for e in entries if lo <= len(e.text.split()) <= hi]
+    seen: set[str] = set()
+    docs = []
+    for e in in_range:
+        if e.text not in seen and e.doc_id not in seen:
+            seen |= {e.text, e.doc_id}
+            e.meta["licence"] = f"the package's (DFSG-free; /usr/share/doc/{e.meta['package']}/copyright)"
+            docs.append(e)
+    random.Random(f"{seed}:selection:calendar").shuffle(docs)
+    counts = {"changelogs": len(paths), "entries": len(entries), "in_word_range": len(in_range),
+              "documents": len(docs)}
+    return Selection(docs, counts)
+
+
+FROZEN_DOCS, FROZEN_COUNTS = "documents.jsonl", "selection.json"
+
+
+def frozen_selection(folder: str | Path, build: Callable[[], Selection]) -> Selection:
+    """The selection kept in ``folder`` (committed with the dataset) if it is there, else
+    ``build()``'s, written there first. Why: a corpus read from the machine (its installed
+    packages' changelogs) differs from machine to machine, and a bank can only be resumed on the
+    corpus it was made from; the copy makes the next machine read the same documents."""
+    folder = Path(folder)
+    docs_path, counts_path = folder / FROZEN_DOCS, folder / FROZEN_COUNTS
+    if docs_path.is_file() and counts_path.is_file():
+        fix = f"restore it from git (git checkout -- {folder}), or delete {folder} to select again"
+        docs = [Document(r.pop("id"), r.pop("text"), r) for r in read_jsonl(docs_path, fix)]
+        return Selection(docs, read_json(counts_path, fix))
+    sel = build()
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(docs_path, "".join(json.dumps(d.record(), ensure_ascii=False) + "\n" for d in sel.docs))
+    write_atomic(counts_path, json.dumps(sel.counts, indent=1))
+    return sel
