@@ -78,6 +78,34 @@ def test_texts_are_merged_independently_in_rounds():
     assert len(report.rescored) == 1
 
 
+def test_a_later_round_never_writes_a_call_an_earlier_round_wrote_in_the_text():
+    """Round 2 over a text that holds ``[Calculator(80 / 5) -> 16]``: a new call with that input is
+    dropped unscored wherever it sits (before it, where the filter cannot see it, or after), and a
+    new call that uses its result is still scored and kept."""
+    call_text = " [Calculator(80 / 5) -> 16]"
+    site = _at("16")
+    written = TEXT[:site] + call_text + TEXT[site:]
+    doc = Document("d", written)
+    shift = len(call_text)
+    before = _call(TEXT.index(" 5 rooms"), "80 / 5", "16")  # before the earlier round's call
+    after = _call(_at("16", 1) + shift, "80 / 5", "16")
+    chain = _call(_at("32") + shift, "16 * 2", "32")
+    score = ResultAlreadyThere()
+    kept, report = sequential_merge([doc], [after, chain, before], score)
+    assert [c.input for c in kept] == ["16 * 2"]
+    assert report.dropped() == {"written before": 2} and len(report.rescored) == 0
+    assert score.seen == []  # the chain is the text's first new call: it keeps its score, unscored again
+    rows = corpus_records([doc], kept, keep_calls=True)
+    assert rows[0]["text"].count("[Calculator(80 / 5) -> 16]") == 1
+
+
+def test_repeat_stats_count_new_calls_that_repeat_an_earlier_round():
+    rows = [{"calls": [{"tool": "Calculator", "input": "8 / 2"}], "earlier_calls": [{"tool": "Calculator", "input": "8 / 2"}]},
+            {"calls": [{"tool": "Calculator", "input": "3 + 4"}], "earlier_calls": []}]
+    assert repeat_stats(rows)["repeat_an_earlier_round"] == 1
+    assert "repeat_an_earlier_round" not in repeat_stats([{"calls": []}])
+
+
 def test_placed_refuses_a_call_that_is_not_after_the_written_ones():
     doc = Document("d", TEXT)
     with pytest.raises(ValueError):

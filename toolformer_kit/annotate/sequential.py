@@ -10,8 +10,13 @@ A repeat then fails by itself, since its result is already in the text; a call t
 earlier result (a chain) can still pass. The first call of a text keeps its score: nothing is
 written before it, so its prefix is the one it was scored with.
 
-Nothing is dropped unscored: exact repeats are scored like every other call, so the reasons
-counted for what was dropped (:func:`reason`) say what the filter decided, never a rule of ours.
+Within a round, nothing is dropped unscored: exact repeats of the round's own calls are scored
+like every other call, so the reasons counted for what was dropped (:func:`reason`) say what the
+filter decided. One rule of ours, for a later round (``--keep-calls``): a new call with the tool
+and input of a call an earlier round already wrote in the text, before or after it, is dropped
+without scoring, as "written before" (the issue allows exact duplicates to go unscored). Without
+it, the filter keeps such a call where it sits *before* the earlier call (that call is not in its
+prefix) and sometimes after it: datasets/cstar-math-v2-r2 held 10 such repeats in 44 new calls.
 Which model scores is the caller's (:func:`model_scorer` for the real one); the merge itself is a
 pure function of the calls and that scorer.
 """
@@ -22,6 +27,7 @@ import dataclasses
 from collections import Counter
 from typing import Callable, Mapping, Sequence
 
+from ..calls import find_calls
 from ..config import ConfigError
 from .chain import uses_result
 from .document import Document
@@ -84,45 +90,65 @@ def reason(call: Candidate, before: Sequence[Candidate]) -> str:
 
 @dataclasses.dataclass
 class MergeReport:
-    """What the sequential merge decided: every re-scored call with its new score, and why the
-    dropped ones might have failed."""
+    """What the sequential merge decided: every re-scored call with its new score, why the dropped
+    ones might have failed, and the calls dropped unscored as written before by an earlier round."""
 
     rescored: list[dict] = dataclasses.field(default_factory=list)
+    unscored: list[dict] = dataclasses.field(default_factory=list)  # dropped as written before
 
     def dropped(self) -> dict[str, int]:
-        return dict(sorted(Counter(r["reason"] for r in self.rescored if not r["kept"]).items()))
+        return dict(sorted(Counter(r["reason"] for r in self.rescored + self.unscored if not r["kept"]).items()))
 
     def kept_after_rescoring(self) -> dict[str, int]:
         return dict(sorted(Counter(r["reason"] for r in self.rescored if r["kept"]).items()))
 
 
+def written_before(doc: Document, call: Candidate) -> bool:
+    """Whether ``doc``'s text (a later round's input) already holds a call with ``call``'s tool and
+    input, anywhere in it.
+
+    >>> d = Document("d", "Mr. Jackson will [Calculator(27 * 2) -> 54] need 54 cups.")
+    >>> c = Candidate("d", "Calculator", 1, 3, .5, "", input="27 * 2", result="54")
+    >>> written_before(d, c), written_before(d, dataclasses.replace(c, input="27 * 3"))
+    (True, False)
+    """
+    return any((p.call.tool, p.call.input) == (call.tool, call.input) for p in find_calls(doc.text))
+
+
 def sequential_merge(docs: Sequence[Document], calls: Sequence[Candidate], score: ScoreFn
                      ) -> tuple[list[Candidate], MergeReport]:
     """The calls of ``calls`` (one per position, each already kept alone) that stay kept when each
-    is scored after the ones kept before it in its text; and the report.
+    is scored after the ones kept before it in its text; and the report. A call that repeats one
+    an earlier round wrote in its text is dropped first, unscored (:func:`written_before`).
 
     Round r scores the r-th remaining call of every text at once, so a batch holds one call per
     text and the model runs as many rounds as the longest text has calls.
     """
     by_id = {d.doc_id: d for d in docs}
+    report = MergeReport()
     pending: dict[str, list[Candidate]] = {}
     for c in sorted(calls, key=lambda c: (c.doc_id, c.char_offset)):
+        if written_before(by_id[c.doc_id], c):
+            report.unscored.append(_entry(c.doc_id, c, None, False, "written before"))
+            continue
         pending.setdefault(c.doc_id, []).append(c)
     kept = {doc_id: [cs.pop(0)] for doc_id, cs in pending.items()}
-    report = MergeReport()
     while any(pending.values()):
         batch = [(doc_id, cs.pop(0)) for doc_id, cs in pending.items() if cs]
         scored = score([placed(by_id[doc_id], kept[doc_id], c) for doc_id, c in batch])
         for (doc_id, c), new in zip(batch, scored, strict=True):
-            why = reason(c, kept[doc_id])
-            report.rescored.append({"doc_id": doc_id, "char_offset": c.char_offset, "tool": c.tool, "input": c.input,
-                                    "result": c.result, "alone": _round(c.score), "after_earlier": _round(new.score),
-                                    "kept": bool(new.kept), "reason": why})
+            report.rescored.append(_entry(doc_id, c, new.score, bool(new.kept), reason(c, kept[doc_id])))
             if new.kept:
                 kept[doc_id].append(dataclasses.replace(
                     c, **{k: getattr(new, k) for k in ("L_eps", "L_call_noresult", "L_plus", "L_minus", "score")}))
     out = [c for cs in kept.values() for c in cs]
     return sorted(out, key=lambda c: (c.doc_id, c.char_offset)), report
+
+
+def _entry(doc_id: str, c: Candidate, after, kept: bool, why: str) -> dict:
+    """One line of the report: the call, its score alone and after the earlier calls (None: not scored)."""
+    return {"doc_id": doc_id, "char_offset": c.char_offset, "tool": c.tool, "input": c.input, "result": c.result,
+            "alone": _round(c.score), "after_earlier": _round(after), "kept": kept, "reason": why}
 
 
 def _round(v):
@@ -156,7 +182,8 @@ def model_scorer(lm, tau_f: Mapping[str, float], call_cost: Mapping[str, float] 
 
 
 def repeat_stats(cstar: Sequence[Mapping]) -> dict:
-    """How often C* writes the same call (tool and input) twice in one text, and calls per text.
+    """How often C* writes the same call (tool and input) twice in one text, and calls per text; in
+    a later round's C*, also how many new calls repeat a call of an earlier round.
 
     >>> rows = [{"calls": [{"tool": "Calculator", "input": "8 / 2"}, {"tool": "Calculator", "input": "8 / 2"}]},
     ...         {"calls": [{"tool": "Calculator", "input": "3 + 4"}]}]
@@ -171,14 +198,20 @@ def repeat_stats(cstar: Sequence[Mapping]) -> dict:
         extra = sum(n - 1 for n in seen.values())
         with_repeat += extra > 0
         repeated += extra
-    return {"texts": texts, "calls": calls, "calls_per_text": round(calls / texts, 3) if texts else 0.0,
-            "texts_with_a_repeat": with_repeat, "repeat_rate": round(with_repeat / texts, 4) if texts else 0.0,
-            "repeated_calls": repeated}
+    out = {"texts": texts, "calls": calls, "calls_per_text": round(calls / texts, 3) if texts else 0.0,
+           "texts_with_a_repeat": with_repeat, "repeat_rate": round(with_repeat / texts, 4) if texts else 0.0,
+           "repeated_calls": repeated}
+    if any("earlier_calls" in r for r in cstar):  # a later round: new calls that repeat an earlier round's
+        out["repeat_an_earlier_round"] = sum(
+            (c["tool"], c["input"]) in {(e["tool"], e["input"]) for e in r.get("earlier_calls", [])}
+            for r in cstar for c in r["calls"])
+    return out
 
 
 def merge_summary(report: MergeReport, before: Sequence[Mapping], after: Sequence[Mapping]) -> dict:
     """The summary's record of a sequential merge: C* before and after it (repeats, calls per
     text), the calls re-scored, and the dropped ones by :func:`reason`."""
     return {"merge": "sequential", "note": MERGE_NOTE, "before": repeat_stats(before), "after": repeat_stats(after),
-            "rescored": len(report.rescored), "dropped_by_reason": report.dropped(),
+            "rescored": len(report.rescored), "written_before": len(report.unscored),
+            "dropped_by_reason": report.dropped(),
             "kept_after_rescoring_by_reason": report.kept_after_rescoring()}
