@@ -54,3 +54,30 @@ def test_a_frozen_selection_is_read_back_instead_of_selected_again(tmp_path):
     with pytest.raises(DamagedFileError, match="git checkout"):
         frozen_selection(tmp_path / "corpus", build)
     assert json.loads((tmp_path / "corpus" / "selection.json").read_text()) == {"documents": 1}
+
+
+def test_mt_selection_quotes_the_foreign_opening_and_leaves_out_what_mlqa_asks(tmp_path, monkeypatch):
+    from toolformer_kit.corpora import selection as S
+
+    long_fr = "Le musée a ouvert ses portes au printemps avec une grande exposition."
+    wiki = {"en-us": {"Musée": {"extract": "The museum opened in spring. It shows paintings."},
+                      "Warsaw": {"extract": "Warsaw is the capital of Poland. It lies on the Vistula."},
+                      "Short": {"extract": "Short is a word. It is short."},
+                      "One": {"extract": "Only one sentence here"}},
+            "fr-fr": {"Musée": {"extract": long_fr + " Il est grand."}, "Warsaw": {"extract": long_fr},
+                      "Short": {"extract": "Un mot court."}, "One": {"extract": long_fr}},
+            "es-es": {}}
+    monkeypatch.setattr(S, "_load_wiki", lambda lang: wiki[lang])
+    folder = tmp_path / "mlqa" / "test"
+    folder.mkdir(parents=True)
+    xquad = {"data": [{"title": "Warsaw", "paragraphs": [{"context": "c", "qas": [
+        {"id": "1", "question": "Which river?", "answers": [{"text": "Vistula", "answer_start": 0}]}]}]}]}
+    (folder / "test-context-en-question-en.json").write_text(json.dumps(xquad))
+    sel = S.mt_selection(0, tmp_path)
+    # Warsaw: an XQuAD article; Short: its quote is under 8 words; One: one English sentence
+    assert sel.counts == {"pairs": 4, "asked_about": 1, "mlqa_found": True, "documents": 1}
+    (doc,) = sel.docs
+    assert doc.doc_id == "mt:fr:Musée" and doc.meta["language"] == "fr"
+    assert f'"{long_fr}" The English article' in doc.text and doc.text.endswith("It shows paintings.")
+    # without the benchmark folder nothing can be left out, and the counts say so
+    assert S.mt_selection(0, tmp_path / "none").counts["mlqa_found"] is False

@@ -102,6 +102,18 @@ def test_mlqa_published_format(tmp_path):
         get_task("mlqa-de").load(tmp_path)
 
 
+def test_mlqa_en_is_the_english_control_on_the_real_file():
+    """The control reads the same questions in English as each language's file asks (XQuAD's ids)."""
+    from toolformer_kit.eval.config import default_data_dir
+
+    data = default_data_dir()
+    if not (data / "mlqa" / "test" / "test-context-en-question-en.json").is_file():
+        pytest.skip("the shared MLQA (XQuAD) files are not on this machine")
+    en, es = get_task("mlqa-en").load(data), get_task("mlqa-es").load(data)
+    assert [e.id for e in en] == [e.id for e in es] and en[0].prompt != es[0].prompt
+    assert get_task("mlqa-en").exercises == "MT"
+
+
 def test_templama_published_format(tmp_path):
     (tmp_path / "templama").mkdir()
     rows = [

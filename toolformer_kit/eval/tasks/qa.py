@@ -106,3 +106,7 @@ register(Task("triviaqa", "TriviaQA (DPR test)", load_triviaqa, metric="first20"
 for _lang in MLQA_LANGUAGES:
     register(Task(f"mlqa-{_lang}", f"MLQA, English context, {_lang} question", mlqa_loader(_lang),
                   metric="first10", max_new_tokens=24, exercises="MT"))
+# The control (issue 42): the same questions in English, the paper's English-only upper bound for
+# what translating the question can recover. Grouped with MT, which it has nothing to translate for.
+register(Task("mlqa-en", "MLQA control, English context, the same questions in English", mlqa_loader("en"),
+              metric="first10", max_new_tokens=24, exercises="MT"))
