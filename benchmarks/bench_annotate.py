@@ -124,6 +124,7 @@ def compare_filter(lm, docs, cands, limit: int) -> dict:
     """
     from toolformer_kit.annotate.scoring import BatchedScorer, naive_losses, score_candidates
     from toolformer_kit.annotate.positions import LEAD
+    from toolformer_kit.tools.base import AnnotationSettings
 
     pool = whole_documents([c for c in cands if c.scorable], limit)
     ids = {d.doc_id: n for n, d in enumerate(docs)}
@@ -137,7 +138,8 @@ def compare_filter(lm, docs, cands, limit: int) -> dict:
         for c in group:
             c.L_eps = c.L_call_noresult = c.L_plus = None
         t0 = time.perf_counter()
-        score_candidates(scorer, tokens, [ids[doc_id]] * len(group), group, {c.tool: 1.0 for c in group})
+        score_candidates(scorer, tokens, [ids[doc_id]] * len(group), group,
+                         {c.tool: AnnotationSettings(tau_f=1.0) for c in group})
         batched += time.perf_counter() - t0
         t0 = time.perf_counter()
         ref = [naive_losses(lm, tokens[ids[doc_id]], c.call, c.score_position) for c in group]
@@ -318,12 +320,14 @@ def rescored_agreement(lm, docs, ref_cands, margin: float) -> dict:
     from toolformer_kit.annotate.filter import decision_flips
     from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
     from toolformer_kit.annotate.positions import LEAD
+    from toolformer_kit.tools.base import AnnotationSettings
 
     ref = [c for c in ref_cands if c.score is not None]
     new = copy.deepcopy(ref)
     ids = {d.doc_id: n for n, d in enumerate(docs)}
     tokens = [lm.encode(LEAD + d.text) for d in docs]
-    score_candidates(BatchedScorer(lm), tokens, [ids[c.doc_id] for c in new], new, {c.tool: 1.0 for c in new})
+    score_candidates(BatchedScorer(lm), tokens, [ids[c.doc_id] for c in new], new,
+                     {c.tool: AnnotationSettings(tau_f=1.0) for c in new})
     delta = np.abs([x - y for a, b in zip(ref, new) for x, y in zip((a.L_eps, a.L_call_noresult, a.L_plus),
                                                                     (b.L_eps, b.L_call_noresult, b.L_plus))])
     flips = {str(t): decision_flips([c.score for c in ref], [c.score for c in new], t, margin) for t in (0.5, 1.0, 2.0)}

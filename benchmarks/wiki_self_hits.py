@@ -29,6 +29,7 @@ def main(argv=None) -> int:
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.lm.base import load_lm
     from toolformer_kit.tools import get_tool
+    from toolformer_kit.tools.base import AnnotationSettings
 
     run = Path(args.run)
     settings = json.loads((run / "run.json").read_text())["settings"]
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
     seqs = [lm.encode(LEAD + docs[i]) for i in ids]
     taus = [float(t) for t in args.tau_f.split(",")]
     score_candidates(BatchedScorer(lm), seqs, [ids.index(c.doc_id) for c in changed], changed,
-                     {"WikiSearch": 0.0})
+                     {"WikiSearch": AnnotationSettings(tau_f=0.0)})
     by_key = {(c.doc_id, c.position, c.sample_index): c for c in changed}
     print(f"WikiSearch candidates with a query: {len(cands)}; distinct queries {len(plain)}; "
           f"result changed by the exclusion: {len(changed)} candidates "

@@ -5,8 +5,11 @@ import pytest
 
 from toolformer_kit.annotate import records as R
 from toolformer_kit.annotate.filter import filter_scores, weighted_loss, weights
+from toolformer_kit.tools.base import AnnotationSettings
 from toolformer_kit.annotate.scoring import BatchedScorer, Request, document_start, naive_losses, score_candidates
 from toolformer_kit.calls import ToolCall
+
+TAU_F_1 = {"Calculator": AnnotationSettings(tau_f=1.0)}  # the scorer reads each tool's resolved settings
 
 
 def test_worked_example_from_the_paper():
@@ -53,7 +56,7 @@ def test_scorer_reproduces_the_worked_example_at_the_end_of_a_text():
     lm = TableLM(table)
     doc = lm.encode(" abcde")
     cand = R.Candidate("d", "Calculator", 3, 2, 0.5, "", input="3 + 4", result="7", score_position=3)
-    score_candidates(BatchedScorer(lm), [doc], [0], [cand], {"Calculator": 1.0})
+    score_candidates(BatchedScorer(lm), [doc], [0], [cand], TAU_F_1)
     assert (round(cand.L_eps, 3), round(cand.L_call_noresult, 3), round(cand.L_plus, 3)) == (1.764, 1.629, 0.291)
     assert round(cand.score, 3) == 1.338 and cand.kept
 
@@ -81,7 +84,7 @@ def test_scorer_only_runs_what_the_weights_need():
     doc = lm.encode(" " + "x" * 30)
     cands = [R.Candidate("d", "Calculator", i, i, 0.5, "", input="3 + 4", result="7", score_position=i)
              for i in (2, 4, 4, 4)]
-    score_candidates(BatchedScorer(lm), [doc], [0] * 4, cands, {"Calculator": 1.0})
+    score_candidates(BatchedScorer(lm), [doc], [0] * 4, cands, TAU_F_1)
     assert sorted(seen) == [9, 9, 9]  # ε, e(c, ε), e(c, r): once each, cut after x_{4+4}
 
 
@@ -109,10 +112,10 @@ def _floor_case():
 @pytest.mark.parametrize("floor", [0.0, 0.1])
 def test_a_score_floor_skips_only_what_cannot_reach_it(floor):
     lm, doc, exact = _floor_case()
-    score_candidates(BatchedScorer(lm), [doc], [0] * 3, exact, {"Calculator": 1.0})
+    score_candidates(BatchedScorer(lm), [doc], [0] * 3, exact, TAU_F_1)
     lm, doc, fast = _floor_case()
     scorer = BatchedScorer(lm)
-    score_candidates(scorer, [doc], [0] * 3, fast, {"Calculator": 1.0}, floor=floor)
+    score_candidates(scorer, [doc], [0] * 3, fast, TAU_F_1, floor=floor)
     for a, b in zip(exact, fast):
         assert b.score >= a.score  # a bound where skipped, the score itself elsewhere
         for tau in (floor, 0.5, 1.0, 2.0):  # every decision at τf ≥ floor is the exact one
@@ -127,7 +130,7 @@ def test_a_score_floor_skips_only_what_cannot_reach_it(floor):
 def test_unscorable_candidates_are_left_alone():
     lm = TableLM({k: [0.5] * 10 for k in ("eps", "bare", "plus")})
     c = R.Candidate("d", "Calculator", 1, 0, 0.5, "Calculator(1 +", status=R.UNCLOSED)
-    score_candidates(BatchedScorer(lm), [lm.encode(" abc")], [0], [c], {"Calculator": 1.0})
+    score_candidates(BatchedScorer(lm), [lm.encode(" abc")], [0], [c], TAU_F_1)
     assert c.score is None and not c.kept
 
 
@@ -142,7 +145,7 @@ def test_batched_scorer_matches_naive_reference_on_smollm2(smollm2):
     cands = [R.Candidate(f"d{d}", "Calculator", i, 0, 0.5, "", input=inp, result=res, score_position=i)
              for d, inp, res, i in specs]
     scorer = BatchedScorer(lm)
-    score_candidates(scorer, docs, [d for d, *_ in specs], cands, {"Calculator": 1.0})
+    score_candidates(scorer, docs, [d for d, *_ in specs], cands, TAU_F_1)
     assert scorer._fast and document_start(lm) == [lm.tokenizer.eos_token_id]
     for c, (d, *_rest) in zip(cands, specs):
         ref = naive_losses(lm, docs[d], ToolCall("Calculator", c.input, c.result), c.score_position)

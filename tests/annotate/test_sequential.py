@@ -12,6 +12,7 @@ from toolformer_kit.annotate.merge import build_corpus, chosen_calls, corpus_rec
 from toolformer_kit.annotate.records import Candidate
 from toolformer_kit.annotate.sequential import (model_scorer, placed, reason, repeat_stats, sequential_merge)
 from toolformer_kit.config import ConfigError
+from toolformer_kit.tools.base import AnnotationSettings
 
 TEXT = "They have 80 chairs in 5 rooms, so 16 per room: 16 chairs each, and 32 in two rooms."
 
@@ -152,16 +153,16 @@ def test_on_the_real_model_a_later_call_is_scored_in_the_text_that_holds_the_ear
     def by_hand(body, call):
         ids, offsets = lm.encode_with_offsets(LEAD + body)
         call = dataclasses.replace(call, score_position=token_at(offsets, call.char_offset))
-        score_candidates(BatchedScorer(lm), [ids], [0], [call], {"Calculator": 0.5})
+        score_candidates(BatchedScorer(lm), [ids], [0], [call], {"Calculator": AnnotationSettings(tau_f=0.5)})
         return call
 
     alone = by_hand(text, first)
-    (same,) = model_scorer(lm, {"Calculator": 0.5})([placed(doc, [], first)])
+    (same,) = model_scorer(lm, {"Calculator": AnnotationSettings(tau_f=0.5)})([placed(doc, [], first)])
     assert same.score == pytest.approx(alone.score, abs=1e-3)
     call_text = " [Calculator(37 + 48) -> 85]"
     written = text[: first.char_offset] + call_text + text[first.char_offset:]
     expected = by_hand(written, dataclasses.replace(repeat, char_offset=repeat.char_offset + len(call_text)))
-    (after,) = model_scorer(lm, {"Calculator": 0.5})([placed(doc, [first], repeat)])
+    (after,) = model_scorer(lm, {"Calculator": AnnotationSettings(tau_f=0.5)})([placed(doc, [first], repeat)])
     assert after.char_offset == expected.char_offset and after.kept == expected.kept
     assert after.score == pytest.approx(expected.score, abs=1e-3)
     # and the earlier call did change what the model saw before the repeat

@@ -124,6 +124,7 @@ def test_same_candidates_get_the_same_decisions(vllm_lm, smollm2):
     from toolformer_kit.annotate.config import AnnotateConfig
     from toolformer_kit.annotate.document import Document
     from toolformer_kit.annotate.scoring import BatchedScorer, score_candidates
+    from toolformer_kit.tools.base import AnnotationSettings
     from toolformer_kit.annotate.positions import LEAD
     from toolformer_kit.annotate.stages import ShardAnnotator
     from toolformer_kit.tools import get_tool
@@ -141,7 +142,8 @@ def test_same_candidates_get_the_same_decisions(vllm_lm, smollm2):
         c.L_eps = c.L_call_noresult = c.L_plus = c.L_minus = c.score = c.kept = None
     ids = {d.doc_id: n for n, d in enumerate(docs)}
     tokens = [vllm_lm.encode(LEAD + d.text) for d in docs]
-    score_candidates(BatchedScorer(vllm_lm), tokens, [ids[c.doc_id] for c in scored], scored, {"Calculator": 0.5})
+    score_candidates(BatchedScorer(vllm_lm), tokens, [ids[c.doc_id] for c in scored], scored,
+                     {"Calculator": AnnotationSettings(tau_f=0.5)})
     worst = max(abs(a - b) for c, h in zip(scored, hf) for a, b in zip((c.L_eps, c.L_call_noresult, c.L_plus), h))
     assert worst <= ATOL
     flips = [(c.score, h[3]) for c, h in zip(scored, hf) if c.kept != h[4]]

@@ -306,8 +306,7 @@ class Runner:
         if self.cfg.merge == "independent":
             return corpus_records(docs, chosen, self.cfg.keep_calls), None
         lm, _ = self._models()
-        score = model_scorer(lm, {n: s.tau_f for n, s in self._settings.items()},
-                             {n: s.call_cost for n, s in self._settings.items()})
+        score = model_scorer(lm, self._settings)
         kept, report = sequential_merge(docs, chosen, score)
         before, after = (corpus_records(docs, cs, self.cfg.keep_calls) for cs in (chosen, kept))
         return after, merge_summary(report, before, after)

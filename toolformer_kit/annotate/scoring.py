@@ -22,9 +22,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..calls import ToolCall, format_call
+from ..tools.base import AnnotationSettings
 from .filter import WINDOW, filter_scores, weighted_loss, weights
 from .records import Candidate
 
@@ -211,17 +212,17 @@ def _losses(scorer: BatchedScorer, docs, pairs, kinds: Sequence[str]) -> dict:
 
 
 def score_candidates(scorer: BatchedScorer, docs: Sequence[Sequence[int]], doc_of: Sequence[int],
-                     candidates: Sequence[Candidate], tau_f: dict[str, float],
-                     call_cost: dict[str, float] | None = None, floor: float | None = None) -> None:
+                     candidates: Sequence[Candidate], settings: Mapping[str, AnnotationSettings],
+                     floor: float | None = None) -> None:
     """Fill L_eps, L_call_noresult, L_plus, L_minus, score and kept of every scorable candidate
-    (kept iff score ≥ τf + λ of its tool; λ absent = 0).
+    (kept iff score ≥ τf + λ of its tool's ``settings``: the record the resolver made, one per
+    tool, :mod:`~toolformer_kit.annotate.settings`).
 
     ``doc_of[n]`` is the index in ``docs`` of candidate n's document; its ``score_position`` must
     be set. Candidates that are not scorable (no parse, no result) are left untouched. ``floor``:
     see the module's "score floor" (None: every loss is computed).
     """
     pairs = [(c, d) for c, d in zip(candidates, doc_of) if c.scorable]
-    cost = call_cost or {}
     if floor is None:
         found = _losses(scorer, docs, pairs, KINDS)
         above = pairs
@@ -235,7 +236,8 @@ def score_candidates(scorer: BatchedScorer, docs: Sequence[Sequence[int]], doc_o
         c.L_plus = found[(d, "plus", _key(c, "plus"), i)]
         c.L_call_noresult = found.get((d, "bare", _key(c, "bare"), i))
         bare = c.L_eps if c.L_call_noresult is None else c.L_call_noresult  # the bound, below the floor
-        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, bare, c.L_plus, tau_f[c.tool], cost.get(c.tool, 0.0))
+        s = settings[c.tool]
+        c.L_minus, c.score, c.kept = filter_scores(c.L_eps, bare, c.L_plus, s.tau_f, s.call_cost)
 
 
 def _bound(found: dict, c: Candidate, d: int) -> float:

@@ -29,6 +29,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..calls import find_calls
 from ..config import ConfigError
+from ..tools.base import AnnotationSettings
 from .chain import uses_result
 from .document import Document
 from .merge import annotate_text
@@ -155,9 +156,9 @@ def _round(v):
     return None if v is None else round(float(v), 5)
 
 
-def model_scorer(lm, tau_f: Mapping[str, float], call_cost: Mapping[str, float] | None = None,
-                 scorer=None) -> ScoreFn:
-    """The filter's own scorer on ``lm`` (:func:`~.scoring.score_candidates`, every loss computed),
+def model_scorer(lm, settings: Mapping[str, AnnotationSettings], scorer=None) -> ScoreFn:
+    """The filter's own scorer on ``lm`` (:func:`~.scoring.score_candidates`, every loss computed,
+    each tool's calls against its ``settings``: τf and λ),
     for calls placed in texts that hold earlier calls: each text is tokenised as the annotation
     tokenises one (``LEAD + text``), and a call whose place is not a token start for the model
     gets no score (and so is not kept)."""
@@ -175,7 +176,7 @@ def model_scorer(lm, tau_f: Mapping[str, float], call_cost: Mapping[str, float] 
                                     L_call_noresult=None, L_plus=None, L_minus=None, score=None, kept=False)
             cands.append(c)
         ok = [n for n, c in enumerate(cands) if c.score_position is not None]
-        score_candidates(scorer, seqs, ok, [cands[n] for n in ok], dict(tau_f), dict(call_cost or {}))
+        score_candidates(scorer, seqs, ok, [cands[n] for n in ok], settings)
         return cands
 
     return score

@@ -98,13 +98,10 @@ class ShardAnnotator:
         that a document's no-call pass L_i(ε) is computed once and shared by every tool."""
         stats = ShardStats()
         out: list[R.Candidate] = []
-        tau_f: dict[str, float] = {}
-        cost: dict[str, float] = {}
         tokens: dict[str, list[int]] = {}
         for tool in self.tools:
             out += self._tool(tool, docs, stats, tokens)
-            tau_f[tool.name], cost[tool.name] = self.settings[tool.name].tau_f, self.settings[tool.name].call_cost
-        self._score(out, docs, tokens, tau_f, stats, cost)
+        self._score(out, docs, tokens, stats)
         for c in out:
             stats.add(c.tool, f"status_{c.status}")
             stats.add(c.tool, "scored", int(c.score is not None))
@@ -145,8 +142,9 @@ class ShardAnnotator:
         stats.add(tool.name, "samples", len(cands))
         return cands
 
-    def _score(self, cands, docs, tokens: dict, tau_f: dict, stats: ShardStats, cost: dict | None = None) -> None:
-        """Score in the scoring model's own tokenization of the same ``LEAD + text``."""
+    def _score(self, cands, docs, tokens: dict, stats: ShardStats) -> None:
+        """Score in the scoring model's own tokenization of the same ``LEAD + text``, each tool's
+        calls against its resolved settings (τf, λ)."""
         t0 = time.perf_counter()
         ids = sorted({c.doc_id for c in cands}, key=[d.doc_id for d in docs].index)
         index = {doc_id: n for n, doc_id in enumerate(ids)}
@@ -163,7 +161,7 @@ class ShardAnnotator:
                 if c.score_position is None and c.status == R.OK:
                     c.status, c.error = R.UNPARSABLE, "the call site is not a token start for the scorer"
         before = self.scorer.stats.body_tokens
-        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, tau_f, cost,
+        score_candidates(self.scorer, seqs, [index[c.doc_id] for c in cands], cands, self.settings,
                          floor=self.cfg.score_floor)
         stats.tokens["scoring"] += self.scorer.stats.body_tokens - before
         stats.seconds["scoring"] += time.perf_counter() - t0

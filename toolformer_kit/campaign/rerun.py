@@ -21,6 +21,7 @@ from typing import Sequence
 from ..annotate import records as R
 from ..annotate.sequential import model_scorer
 from ..annotate.stages import doc_tool
+from ..tools.base import AnnotationSettings
 from .bank import _compact
 
 
@@ -46,8 +47,8 @@ def rerun_shard(annot, docs: Sequence, cands: Sequence[R.Candidate], info: dict,
         else:
             counts["new result"] += 1
             changed.append(c)
-    tau_f = {name: 0.0 for name in names}
-    scored = model_scorer(annot.lm, tau_f)([(by_id[c.doc_id], c) for c in changed]) if changed else []
+    floor = {name: AnnotationSettings(tau_f=0.0) for name in names}  # the bank's: every score ≥ 0
+    scored = model_scorer(annot.lm, floor)([(by_id[c.doc_id], c) for c in changed]) if changed else []
     for c, new in zip(changed, scored):
         for k in ("score_position", "L_eps", "L_call_noresult", "L_plus", "L_minus", "score", "kept"):
             setattr(c, k, getattr(new, k))

@@ -44,6 +44,7 @@ from ..annotate.sequential import check_merge, model_scorer
 from ..config import ConfigError, config_field as _f, stage_field
 from ..eval.config import default_data_dir
 from ..files import DamagedFileError, read_json
+from ..tools.base import AnnotationSettings
 from .bank import FORMAT, Bank, Progress, bank_record
 from toolformer_kit.corpora.sources import heldout_for, write_search_corpus
 from .card import publish
@@ -260,7 +261,7 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     check_published(cfg, sum(len(info["windows"]) for _, _, info in prog.shards))  # the bank may hold fewer
     rescore = None
     if cfg.merge == "sequential":
-        rescore = model_scorer(lm, {t: cfg.tau_f for t in RECIPES[cfg.recipe]})
+        rescore = model_scorer(lm, {t: AnnotationSettings(tau_f=cfg.tau_f) for t in RECIPES[cfg.recipe]})
     return publish(cfg, docs, counts, prog, stopped, rescore)
 
 
