@@ -9,11 +9,10 @@ from pathlib import Path
 from ..config import ConfigError
 from ..lm.base import load_lm, resolve_dtype
 from ..tools import get_tool
-from ..tools.qa import qa_tool
-from ..tools.wikisearch import wikisearch_tool
 from ..tools.base import AnnotationSettings
 from .config import AnnotateConfig, tool_settings
 from .execute import Executor
+from .hooks import hooks
 from .stages import ShardAnnotator
 
 
@@ -36,17 +35,14 @@ def load_models(cfg: AnnotateConfig, lm=None, sampler=None):
     return lm, sampler
 
 
-# The tools that search a corpus, rebuilt over ``--wiki-corpus`` when one is given.
-ON_CORPUS = {"WikiSearch": lambda corpus: wikisearch_tool(corpus=corpus), "QA": lambda corpus: qa_tool(corpus=corpus)}
-
-
 def annotation_tool(cfg: AnnotateConfig, name: str):
     """The registered tool ``name``; WikiSearch and QA over ``cfg.wiki_corpus`` when it is set, so
     what annotation can find is exactly that corpus (the held-out summaries are not in it)."""
-    if cfg.wiki_corpus and name in ON_CORPUS:
+    on_corpus = hooks(name).on_corpus
+    if cfg.wiki_corpus and on_corpus is not None:
         if not Path(cfg.wiki_corpus).is_file():
             raise ConfigError(f"--wiki-corpus {cfg.wiki_corpus} does not exist; give a JSONL (title, text) file")
-        return ON_CORPUS[name](cfg.wiki_corpus)
+        return on_corpus(cfg.wiki_corpus)
     return get_tool(name)
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..lm.base import SamplingConfig
-from ..tools.calendar import calendar_tool_for, document_date
 from ..tools.wikisearch import excluding_document
 from . import records as R
 from .config import AnnotateConfig, tool_settings
@@ -22,7 +21,7 @@ from .document import Document
 from .execute import Executor
 from .scoring import BatchedScorer, score_candidates
 from .positions import LEAD, token_at
-from .prefilters import calculator_keep, mt_keep, mt_leaks
+from .hooks import hooks
 from .sample import SampleStats, document_positions, sample_calls
 
 log = logging.getLogger(__name__)
@@ -47,13 +46,14 @@ class ShardStats:
 def doc_tool(tool, doc: Document, exclude_self: bool = True):
     """The tool object that executes calls in ``doc``, or None if the tool cannot serve it.
 
-    The Calendar is bound to the document's own date. A WikiSearch never returns the document
-    itself (``exclude_self``): annotating Wikipedia text with an index of the same articles would
-    otherwise reward copying the text back (see :class:`~toolformer_kit.tools.wikisearch.NotTheDocument`).
+    A tool with a ``bind`` hook is bound by it (the Calendar to the document's own date,
+    :mod:`.hooks`). Any other tool never returns the document itself (``exclude_self``): annotating
+    Wikipedia text with an index of the same articles would otherwise reward copying the text back
+    (see :class:`~toolformer_kit.tools.wikisearch.NotTheDocument`).
     """
-    if tool.name == "Calendar":
-        date = document_date(doc.record())
-        return calendar_tool_for(date) if date else None
+    bind = hooks(tool.name).bind
+    if bind is not None:
+        return bind(tool, doc)
     if exclude_self:
         return excluding_document(tool, doc.text, str(doc.meta.get("title") or ""))
     return tool
@@ -67,10 +67,8 @@ def eligible(tool, docs: Sequence[Document], cfg: AnnotateConfig, stats: ShardSt
         if runner is None:
             stats.add(tool.name, "skipped_no_date")
             continue
-        if cfg.prefilter and tool.name == "Calculator" and not calculator_keep(d.text, d.doc_id, cfg.seed, cfg.calculator_rate):
-            stats.add(tool.name, "skipped_prefilter")
-            continue
-        if cfg.prefilter and tool.name == "MT" and not mt_keep(d.text, cfg.mt_confidence):
+        keep = hooks(tool.name).keep
+        if cfg.prefilter and keep is not None and not keep(d, cfg):
             stats.add(tool.name, "skipped_prefilter")
             continue
         out.append((d, runner))
@@ -128,9 +126,10 @@ class ShardAnnotator:
         stats.tokens["sampling_prefix"] += sstats.prompt_tokens
         stats.tokens["sampling_new"] += sstats.new_tokens
         by_id = {d.doc_id: (d, runner) for d, runner in pairs}
-        if tool.name == "MT":
+        leaks = hooks(tool.name).leaks
+        if leaks is not None:
             for c in cands:
-                if c.status == R.OK and mt_leaks(by_id[c.doc_id][0].text, c.char_offset, c.input or ""):
+                if c.status == R.OK and leaks(by_id[c.doc_id][0].text, c.char_offset, c.input or ""):
                     c.status = R.LEAK
         before = self.executor.stats.seconds
         self.executor.run(cands, lambda c: by_id[c.doc_id][1])
