@@ -145,24 +145,14 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     summary being annotated (each tool's ``exclude``, :meth:`~toolformer_kit.tools.base.Tool.without_document`;
     QA only from its reader revision 3: the first search C* was annotated with a QA that read it). calendar: the
     Calendar bound to each entry's own date (:func:`~toolformer_kit.annotate.stages.doc_tool`). mt: the MT
-    behind Appendix A's pre-filter (a non-English span with English on both sides). All score with a floor of 0 (:mod:`~toolformer_kit.annotate.filter`):
-    the bank keeps only scores ≥ 0, so e(c, ε) is scored only where it can change what is kept."""
-    if cfg.recipe == "search":
-        return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES["search"]), tau_s=cfg.tau_s,
-                              k=cfg.k, m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed,
-                              dtype=cfg.dtype, wiki_exclude_self=True, wiki_corpus=str(search_corpus_path(cfg)),
-                              out=cfg.work, progress=False, score_floor=0.0)
-    if cfg.recipe == "calendar":
-        return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calendar"], tau_s=cfg.tau_s, k=cfg.k,
-                              m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
-                              out=cfg.work, progress=False, score_floor=0.0)
-    if cfg.recipe == "mt":
-        return AnnotateConfig(model=cfg.model, sampler_model="", tools=["MT"], tau_s=cfg.tau_s, k=cfg.k, m=cfg.m,
-                              tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
-                              out=cfg.work, progress=False, score_floor=0.0)
-    return AnnotateConfig(model=cfg.model, sampler_model="", tools=["Calculator"], tau_s=cfg.tau_s, k=cfg.k,
-                          m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed, dtype=cfg.dtype,
-                          calculator_rate=0.0, out=cfg.work, progress=False, score_floor=0.0)
+    behind Appendix A's pre-filter (a non-English span with English on both sides). All score with a
+    floor of 0 (:mod:`~toolformer_kit.annotate.filter`): the bank keeps only scores ≥ 0, so e(c, ε)
+    is scored only where it can change what is kept."""
+    own = {"search": dict(wiki_exclude_self=True, wiki_corpus=str(search_corpus_path(cfg))),
+           "math": dict(calculator_rate=0.0)}.get(cfg.recipe, {})
+    return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES[cfg.recipe]), tau_s=cfg.tau_s,
+                          k=cfg.k, m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed,
+                          dtype=cfg.dtype, out=cfg.work, progress=False, score_floor=0.0, **own)
 
 
 # ------------------------------------------------------------------ the run
