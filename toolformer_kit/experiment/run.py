@@ -31,6 +31,7 @@ from ..eval.tasks import subset
 from ..files import read_json, read_jsonl, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..pipeline import stages
+from ..pipeline.config import evaluation, fine_tuning
 from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..train.data import read_texts, split_dev
@@ -212,13 +213,9 @@ def train_config(cfg: ExperimentConfig, out: Path, plain: bool, data: Path) -> T
     """The fine-tuning run the experiment makes on ``data``: tool-trained, or +CC (``plain``)."""
     cstar_dev = cfg.train_dev == "cstar" and not plain  # carved out of C*, calls kept
     carved = cstar_dev or bool(cfg.cstar_dataset)  # a dataset brings no held-out documents of its own
-    return TrainConfig(model=cfg.model, data=str(data), out=str(train_folder(out, plain)), plain_baseline=plain,
+    return fine_tuning(cfg, data=str(data), out=str(train_folder(out, plain)), plain_baseline=plain,
                        dev_data=None if carved else str(out / "corpus" / "dev.jsonl"),
-                       dev_with_calls=cstar_dev, dev_fraction=0.1, keep="best" if plain else cfg.train_keep,
-                       lora=cfg.lora, max_steps=cfg.train_steps,
-                       effective_batch=cfg.train_batch, batch_size=min(cfg.micro_batch, cfg.train_batch),
-                       learning_rate=cfg.learning_rate, max_length=cfg.max_length,
-                       eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed, dtype=cfg.dtype)
+                       dev_with_calls=cstar_dev, keep="best" if plain else cfg.train_keep)
 
 
 def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:
@@ -320,9 +317,8 @@ def eval_dtype(cfg: ExperimentConfig) -> str:
 
 def eval_config(cfg: ExperimentConfig, out: Path) -> EvalConfig:
     """The evaluation the recipe makes in ``out/eval`` (its runs and tasks are given apart)."""
-    return EvalConfig(tasks=list(cfg.tasks), tools=list(cfg.tools), data_dir=cfg.data_dir, out=str(out / "eval"),
-                      limit=cfg.eval_limit, batch_size=cfg.eval_batch, seed=cfg.seed, bootstrap=cfg.bootstrap,
-                      backend=cfg.backend, dtype=eval_dtype(cfg), threads=cfg.threads)
+    return evaluation(cfg, out=str(out / "eval"), batch_size=cfg.eval_batch, bootstrap=cfg.bootstrap,
+                      backend=cfg.backend, dtype=eval_dtype(cfg))
 
 
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[Setting]]] | None = None) -> Path:

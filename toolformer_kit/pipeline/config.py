@@ -87,3 +87,22 @@ def preset(name: str, **overrides) -> PipelineConfig:
 
     path = Path(__file__).resolve().parents[2] / "configs" / "pipeline" / f"{name}.yaml"
     return from_dict(PipelineConfig, {**load_config_file(path), **overrides}, source=str(path))
+
+
+def fine_tuning(cfg, **run) -> TrainConfig:
+    """The one mapping from a composite config's training fields to a :class:`TrainConfig` (the
+    pipeline's and an experiment's share their names: ``train_steps`` → ``max_steps``,
+    ``train_batch`` → ``effective_batch``, ``micro_batch`` → ``batch_size``), with the checkpoint
+    evaluated twice (half-way and at the end) and 10 % of the data carved out where no dev file is
+    given. ``run``: what differs per run (data, out, dev files, plain, keep)."""
+    return TrainConfig(model=cfg.model, lora=cfg.lora, max_steps=cfg.train_steps, effective_batch=cfg.train_batch,
+                       batch_size=min(cfg.micro_batch, cfg.train_batch), learning_rate=cfg.learning_rate,
+                       max_length=cfg.max_length, eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed,
+                       dev_fraction=0.1, **{"dtype": cfg.dtype, **run})
+
+
+def evaluation(cfg, **run) -> EvalConfig:
+    """The one mapping from a composite config's evaluation fields to an :class:`EvalConfig`
+    (``eval_limit`` → ``limit``); ``run``: what differs per runner (models, out, dtype, batch)."""
+    return EvalConfig(tasks=list(cfg.tasks), tools=list(cfg.tools), data_dir=cfg.data_dir, limit=cfg.eval_limit,
+                      seed=cfg.seed, threads=cfg.threads, **{"dtype": cfg.dtype, **run})

@@ -31,7 +31,7 @@ from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..lm.embedded import resolve_model
 from . import examples, fresh, report, stages
-from .config import PipelineConfig
+from .config import PipelineConfig, evaluation, fine_tuning
 
 log = logging.getLogger(__name__)
 
@@ -169,13 +169,9 @@ def train_config(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, p
     """A fine-tuning run on ``data`` (LoRA or full, ``--lora``): tool-trained, or +CC (``plain``),
     its checkpoint chosen on ``dev``, or, without one, on 10 % of ``data`` held out (the tool run's
     with its calls kept: a call-free dev set penalises learning the call syntax)."""
-    return TrainConfig(model=cfg.model, data=str(data), out=str(out / ("train-cc" if plain else "train-tools")),
+    return fine_tuning(cfg, data=str(data), out=str(out / ("train-cc" if plain else "train-tools")),
                        plain_baseline=plain, dev_data=str(dev) if dev else None,
-                       dev_with_calls=dev is None and not plain, dev_fraction=0.1, lora=cfg.lora,
-                       max_steps=cfg.train_steps, effective_batch=cfg.train_batch,
-                       batch_size=min(cfg.micro_batch, cfg.train_batch), learning_rate=cfg.learning_rate,
-                       max_length=cfg.max_length, eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed,
-                       dtype=cfg.dtype)
+                       dev_with_calls=dev is None and not plain)
 
 
 def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, plain: bool) -> Path:
@@ -190,10 +186,8 @@ def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Pat
     the dev documents when there are some. The models may call the tools the run annotated: a
     model trained on Calculator calls only has no use for a search index or an MT model."""
     baselines = ([f"base={cfg.model}"] if cfg.base_baseline else []) + ([f"cc={cc_model}"] if cc_model else [])
-    return EvalConfig(model=[f"toolformer={tools_model}"], baselines=baselines, tools=list(cfg.tools),
-                      tasks=list(cfg.tasks), limit=cfg.eval_limit, out=str(out / "eval"),
-                      heldout=str(dev) if dev else None, seed=cfg.seed, data_dir=cfg.data_dir,
-                      threads=cfg.threads, dtype=cfg.dtype)
+    return evaluation(cfg, model=[f"toolformer={tools_model}"], baselines=baselines, out=str(out / "eval"),
+                      heldout=str(dev) if dev else None)
 
 
 def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None, dev: Path | None) -> Path:
