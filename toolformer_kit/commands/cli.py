@@ -28,6 +28,7 @@ COMMANDS = {
     "study": "toolformer_kit.commands.study",
     "campaign": "toolformer_kit.commands.campaign",
     "chaining": "toolformer_kit.commands.chaining",
+    "merge": "toolformer_kit.commands.merge",
 }
 
 log = logging.getLogger("toolformer_kit")
