@@ -109,6 +109,10 @@ def mt_text(title: str, language: str, foreign: str, english: Sequence[str]) -> 
     on both sides). A call right after the quote can help only if what follows says the same in
     English, and the two Wikipedias' opening sentences usually do (they define the same subject).
 
+    Known flaw (pilot of 80 windows, datasets/README.md): the frame names a language and a
+    Wikipedia, words that any MT call makes predictable, so the filter also keeps junk calls right
+    after the title. A frame without such words is the next step.
+
     >>> mt_text("Lillian Gish", "Spanish", "Lillian Diana Gish fue una actriz estadounidense.",
     ...         ["Lillian Diana Gish was an American actress.", "Her career spanned 75 years."])
     'Lillian Gish. In the Spanish Wikipedia, the article about it opens with a sentence that reads as follows in the original language: "Lillian Diana Gish fue una actriz estadounidense." The English article on the same subject opens: Lillian Diana Gish was an American actress. Her career spanned 75 years.'
