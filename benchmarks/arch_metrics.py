@@ -141,8 +141,10 @@ def measure() -> dict:
 
 
 def _config_builders(trees: dict[str, ast.Module], configs: set[str]) -> tuple[list[str], list[str]]:
-    """Functions returning a ``*Config``: a *route* when it reads flags (an ``argparse.Namespace``)
-    or a named file (``load_*``), a *mapping* when it takes another config and returns one."""
+    """Functions returning a ``*Config``: a *route* when it puts one together from the flags (an
+    ``argparse.Namespace``) or a settings file (it calls ``load_config_file`` itself) rather than
+    handing its layers to ``config.build_config`` / ``config.layered``; a *mapping* when it takes
+    another config and returns one."""
     routes, mappings = [], []
     for m, t in trees.items():
         for node in ast.walk(t):
@@ -152,7 +154,9 @@ def _config_builders(trees: dict[str, ast.Module], configs: set[str]) -> tuple[l
             if not (ret in configs or ret in ("C", "type[C]") or ret.endswith("Config")):
                 continue
             params = [ast.unparse(a.annotation) if a.annotation else a.arg for a in node.args.args]
-            if any("Namespace" in p for p in params) or node.name.startswith("load_"):
+            reads_file = any(isinstance(c, ast.Call) and ast.unparse(c.func).endswith("load_config_file")
+                             for c in ast.walk(node))
+            if any("Namespace" in p for p in params) or reads_file:
                 routes.append(f"{m}.{node.name}")
             elif node.args.args and (node.args.args[0].arg == "cfg" or any(p in configs for p in params)):
                 mappings.append(f"{m}.{node.name}")

@@ -273,35 +273,73 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
-def from_dict(cls: type[C], values: dict[str, Any], source: str = "config") -> C:
-    """Build ``cls`` from a mapping, converting and range-checking values and naming unknown keys."""
+Layer = tuple[str, Mapping[str, Any]]  # (where the settings come from, for messages; the settings)
+
+
+def layered(cls: type[C], *layers: Layer, extend: Sequence[str] = ()) -> C:
+    """The one route from settings to a config: the dataclass defaults, then each ``(source,
+    values)`` layer in order, a later layer winning (a recipe or preset file, a ``--config`` file,
+    the flags typed); a list field named in ``extend`` is extended by later layers instead of
+    replaced. Unknown keys and bad values are reported with the source of the layer that set them,
+    so a typo in a ``--config`` file is not blamed on the recipe.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo:
+    ...     k: int = config_field(5, "positions")
+    ...     sizes: list[str] = config_field([], "per-task sizes", empty_ok=True)
+    >>> layered(Demo, ("recipe", {"k": 2, "sizes": ["a=1"]}), ("flags", {"sizes": ["b=2"]}), extend=["sizes"])
+    Demo(k=2, sizes=['a=1', 'b=2'])
+    >>> layered(Demo, ("recipe", {"k": 2}), ("run.yaml", {"k": 0}))
+    Traceback (most recent call last):
+    ...
+    toolformer_kit.config.ConfigError: k must be >= 1, got 0 (in run.yaml)
+    """
     types = _field_types(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for source, values in layers:
+        _known(values, fields, source)
+        for name, value in values.items():
+            try:
+                value = _convert(fields[name], types[name], value)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc} (in {source})") from None
+            kwargs[name] = kwargs[name] + value if name in extend and kwargs.get(name) and value else value
+    return cls(**kwargs)
+
+
+def _known(values: Mapping[str, Any], fields: Mapping[str, Any], source: str) -> None:
     unknown = sorted(set(values) - set(fields))
     if unknown:
         hints = [f"{u!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(u, fields, 1)) else "")
                  for u in unknown]
         raise ConfigError(f"unknown setting(s) in {source}: {', '.join(hints)}")
-    kwargs = {}
-    for name, value in values.items():
-        try:
-            kwargs[name] = _convert(fields[name], types[name], value)
-        except ConfigError as exc:
-            raise ConfigError(f"{exc} (in {source})") from None
-    return cls(**kwargs)
 
 
-def build_config(cls: type[C], args: argparse.Namespace) -> C:
-    """Defaults < ``--config`` file < flags typed on the command line (flags arrive already checked)."""
-    values: dict[str, Any] = {}
-    source = getattr(args, "config", None) or "flags"
-    if getattr(args, "config", None):
-        values.update(load_config_file(args.config))
-    for f in dataclasses.fields(cls):
-        typed = getattr(args, f.name, None)
-        if typed is not None:
-            values[f.name] = typed
-    return from_dict(cls, values, source=source)
+def from_dict(cls: type[C], values: dict[str, Any], source: str = "config") -> C:
+    """Build ``cls`` from one mapping (a stored record, a worker's settings): :func:`layered` with
+    one layer."""
+    return layered(cls, (source, values))
+
+
+def file_layer(path: str | Path) -> Layer:
+    """A settings file as a layer for :func:`layered`."""
+    return str(path), load_config_file(path)
+
+
+def typed_flags(cls: type, args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of ``cls`` that were typed as flags (the rest stay None in ``args``), in field
+    order: the top layer of a run's settings, and what its recorded command line repeats."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+            if f.metadata.get("cli") is not False and getattr(args, f.name, None) is not None}
+
+
+def build_config(cls: type[C], args: argparse.Namespace, base: Sequence[Layer] = (), extend: Sequence[str] = ()) -> C:
+    """Defaults < ``base`` (a recipe's or study's own file) < ``--config`` file < flags typed on
+    the command line (flags arrive already checked)."""
+    config = [file_layer(args.config)] if getattr(args, "config", None) else []
+    return layered(cls, *base, *config, ("flags", typed_flags(cls, args)), extend=extend)
 
 
 def command_line(words: Sequence[str], flags: Mapping[str, Any]) -> str:

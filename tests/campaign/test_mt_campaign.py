@@ -17,7 +17,8 @@ from annotate.fakes import FakeEngine, FakeLM, PositionLogprobs, _text
 
 QUOTE = "Le musée a ouvert ses portes au printemps avec une grande exposition de peinture moderne."
 ENGLISH = ["The museum opened its doors in the spring with a large exhibition of modern painting.",
-           "Visitors came from many countries to see the paintings and the new hall."]
+           "Visitors came from many countries to see the paintings and the new hall.",
+           "It stands on the river bank."]
 TRANSLATION = "The museum opened its doors in the spring with a large exhibition of modern painting."
 
 
@@ -55,7 +56,7 @@ class Dictionary:
 
 
 def test_an_mt_campaign_keeps_the_translation_after_the_quote(tmp_path, monkeypatch):
-    text = mt_text("Musée", "French", QUOTE, ENGLISH)
+    text = mt_text("Musée", QUOTE, ENGLISH)
     monkeypatch.setattr(C, "mt_selection", lambda seed, data_dir: Selection(
         [Document("mt:fr:Musée", text, {"source": "mt", "title": "Musée", "language": "fr"})],
         {"pairs": 1, "asked_about": 3, "mlqa_found": True, "documents": 1}))

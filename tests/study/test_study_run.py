@@ -62,15 +62,18 @@ def test_each_study_loads_and_every_field_is_a_flag_and_a_yaml_key(tmp_path):
 def test_the_cli_parses_flags_over_the_yaml(monkeypatch):
     import argparse
 
+    from toolformer_kit.config import typed_flags
+    from toolformer_kit.study.run import StudyConfig
+
     parser = argparse.ArgumentParser()
     cmd.add_arguments(parser)
     args = parser.parse_args(["cost", "--call-costs", "0,0.25", "--from-run", "runs/search", "--eval-limit", "7",
                               "--per-recipe", "search.docs=3"])
-    assert args.name == "cost" and cmd._flags(args) == {"from_run": "runs/search", "call_costs": [0.0, 0.25],
+    assert args.name == "cost" and typed_flags(StudyConfig, args) == {"from_run": "runs/search", "call_costs": [0.0, 0.25],
                                                         "eval_limit": 7, "per_recipe": ["search.docs=3"]}
     from toolformer_kit.config import command_line
 
-    assert command_line(["toolformer", "study", "cost"], cmd._flags(args)) == (
+    assert command_line(["toolformer", "study", "cost"], typed_flags(StudyConfig, args)) == (
         "toolformer study cost --call-costs 0.0,0.25 --from-run runs/search --eval-limit 7 --per-recipe search.docs=3")
     from toolformer_kit.commands.cli import build_parser
 

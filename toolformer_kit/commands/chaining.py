@@ -12,9 +12,7 @@ results folder from the eval records without evaluating.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from .. import config
 from .cli import standalone
 
 HELP = "accuracy against the call budget per annotation round: results/chaining (beyond the paper)"
@@ -28,27 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-only", action="store_true", help="rewrite the results from the eval records")
 
 
-def command_line(cfg) -> str:
-    """The command that reproduces a run: its settings that differ from the defaults, as flags.
-
-    >>> from toolformer_kit.study.chaining import ChainingConfig
-    >>> command_line(ChainingConfig(rounds=["r1=runs/a", "r2=runs/b"], budgets=[1, 2]))
-    'toolformer chaining --rounds r1=runs/a,r2=runs/b --budgets 1,2'
-    >>> command_line(ChainingConfig(rounds=["r1=runs/a"], typed=True))
-    'toolformer chaining --rounds r1=runs/a --typed'
-    """
-    default = type(cfg)()
-    changed = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-               if getattr(cfg, f.name) != getattr(default, f.name)}
-    return config.command_line(["toolformer", "chaining"], changed)
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..config import build_config
+    from ..config import build_config, command_line, typed_flags
     from ..study.chaining import ChainingConfig, run_chaining, write_chaining
 
     cfg = build_config(ChainingConfig, args)
-    command = command_line(cfg)
+    words = ["toolformer", "chaining", *(["--config", args.config] if args.config else [])]
+    command = command_line(words, typed_flags(ChainingConfig, args))
     folder = write_chaining(cfg, command) if args.report_only else run_chaining(cfg, command)
     print(f"written to {folder}")
     return 0

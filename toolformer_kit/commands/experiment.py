@@ -11,9 +11,8 @@ prints what each stage should cost on this kind of machine and runs nothing.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
-from ..config import add_dataclass_args, command_line, load_config_file
+from ..config import add_dataclass_args, build_config, command_line, typed_flags
 from .cli import standalone
 
 HELP = "run a named recipe (math, search) end to end and write its evidence to results/NAME"
@@ -28,24 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_dataclass_args(parser, ExperimentConfig)
 
 
-def _typed(args: argparse.Namespace) -> dict:
-    """Settings from ``--config`` and the flags typed, in that order of priority."""
-    values = load_config_file(args.config) if args.config else {}
-    return values | _flags(args)
-
-
-def _flags(args: argparse.Namespace) -> dict:
-    from ..experiment.recipe import ExperimentConfig
-
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(ExperimentConfig)
-            if f.metadata.get("cli") is not False and getattr(args, f.name, None) is not None}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..experiment.cost import clock, estimate
-    from ..experiment.recipe import load_recipe
+    from ..experiment.recipe import ExperimentConfig, recipe_layers
 
-    cfg = load_recipe(args.name, _typed(args))
+    cfg = build_config(ExperimentConfig, args, base=recipe_layers(args.name))
     if args.estimate:
         stages = estimate(cfg)
         for stage, seconds in stages.items():
@@ -55,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..experiment.run import run_experiment
 
     command = command_line(["toolformer", "experiment", args.name, *(["--config", args.config] if args.config else [])],
-                           _flags(args))
+                           typed_flags(ExperimentConfig, args))
     folder = run_experiment(cfg, command)
     print(f"evidence: {folder}/report.md (and results.json); run folder: {cfg.out}")
     return 0

@@ -11,10 +11,9 @@ skips finished steps; ``--estimate`` prints what each step should cost here and 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from .cli import standalone
-from ..config import add_dataclass_args, command_line, load_config_file
+from ..config import add_dataclass_args, build_config, command_line, typed_flags
 
 HELP = "run a study (scale, tau, cost) over the experiment recipes and write results/study-NAME"
 
@@ -28,18 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="from_run", default=None, metavar="RUN", help="the same as --from-run")
 
 
-def _flags(args: argparse.Namespace) -> dict:
-    from ..study.run import StudyConfig
-
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(StudyConfig)
-            if f.metadata.get("cli") is not False and getattr(args, f.name, None) is not None}
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..study.run import estimate_lines, load_study
+    from ..study.run import EXTENDED, StudyConfig, estimate_lines, study_layers
 
-    values = (load_config_file(args.config) if args.config else {}) | _flags(args)
-    study = load_study(args.name, values)
+    study = build_config(StudyConfig, args, base=study_layers(args.name), extend=EXTENDED)
     lines = estimate_lines(study)
     if args.estimate:
         print("\n".join(lines))
@@ -49,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"study {study.name}: estimated {lines[-1].split(None, 1)[1].strip()} on an idle machine of this kind "
           f"(--estimate for each step); run folder {study.out}")
     words = ["toolformer", "study", args.name, *(["--config", args.config] if args.config else [])]
-    folder = run_study(study, command_line(words, _flags(args)))
+    folder = run_study(study, command_line(words, typed_flags(StudyConfig, args)))
     print(f"evidence: {folder}/report.md (and results.json); run folder: {study.out}")
     return 0
 

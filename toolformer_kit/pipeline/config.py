@@ -83,10 +83,10 @@ class PipelineConfig:
 def preset(name: str, **overrides) -> PipelineConfig:
     """A named pipeline configuration from ``configs/pipeline/NAME.yaml`` (``smoke``: the old CPU
     smoke run that CI and the tests use), with ``overrides`` on top, as ``--config`` reads it."""
-    from ..config import from_dict, load_config_file
+    from ..config import file_layer, layered
 
     path = Path(__file__).resolve().parents[2] / "configs" / "pipeline" / f"{name}.yaml"
-    return from_dict(PipelineConfig, {**load_config_file(path), **overrides}, source=str(path))
+    return layered(PipelineConfig, file_layer(path), ("overrides", overrides))
 
 
 def fine_tuning(cfg, **run) -> TrainConfig:

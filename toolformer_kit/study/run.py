@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ..annotate.settings import resolve_run
-from ..config import ConfigError, config_field as _f, from_dict, load_config_file, stage_field, to_dict
+from ..config import ConfigError, Layer, config_field as _f, file_layer, layered, stage_field, to_dict
 from ..eval.setting import DISABLED, Setting
 from ..files import write_atomic
 from ..tools import get_tool
@@ -130,18 +130,23 @@ def studies_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "configs" / "studies"
 
 
-def load_study(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> StudyConfig:
-    """The study's YAML (``configs/studies/NAME.yaml``, optional) with ``overrides`` on top; a
-    ``per_recipe`` override extends the YAML's list (the later entry wins), so that
-    ``--per-recipe search.eval_limit=200`` keeps the study's other per-recipe sizes."""
+def study_layers(name: str, folder: Path | None = None) -> list[Layer]:
+    """The study's own settings as the bottom layers (``configs/studies/NAME.yaml`` where there is
+    one, then its name, which the file cannot change), for :func:`~toolformer_kit.config.layered` and ``build_config(...,
+    base=...)``."""
     path = (folder or studies_dir()) / f"{name}.yaml"
-    values = load_config_file(path) if path.is_file() else {}
-    values["name"] = name
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    if "per_recipe" in overrides:
-        overrides["per_recipe"] = list(values.get("per_recipe") or []) + list(overrides["per_recipe"])
-    values.update(overrides)
-    return from_dict(StudyConfig, values, source=str(path) if path.is_file() else "flags")
+    return [*([file_layer(path)] if path.is_file() else []), ("the study's name", {"name": name})]
+
+
+EXTENDED = ("per_recipe",)  # a later layer adds entries (the later entry wins), so that
+# ``--per-recipe search.eval_limit=200`` keeps the study's other per-recipe sizes
+
+
+def load_study(name: str, overrides: dict[str, Any] | None = None, folder: Path | None = None) -> StudyConfig:
+    """The study's settings with ``overrides`` (already typed values; None = not set) on top; a
+    ``per_recipe`` override extends the study's list (:data:`EXTENDED`)."""
+    typed = {k: v for k, v in (overrides or {}).items() if v is not None}
+    return layered(StudyConfig, *study_layers(name, folder), ("overrides", typed), extend=EXTENDED)
 
 
 # ---------------------------------------------------------------- steps
