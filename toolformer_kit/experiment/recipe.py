@@ -101,6 +101,10 @@ class ExperimentConfig:
                                    "with its 95%% interval above 0 (0 = no endpoint)", min=0, max=100)
     endpoint_well_formed: float = _f(0.0, "pre-registered endpoint: share of opened calls written well-formed "
                                           "(Tool(input) ->)", min=0, max=1)
+    endpoints: list[str] = _f([], "pre-registered endpoints, one line each: 'NAME: MEASURE TASKS OP VALUE' with "
+                                  "MEASURE gain, gain@retrievable, right_tool or ppl_ratio (measures.endpoints), "
+                                  "e.g. 'math: gain svamp,asdiv,mawps >= 20'; the report opens with them",
+                              empty_ok=True, added=True)
     pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
                                 "oracle table opens the report (a folder not there yet is reported as not run)")
     qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "
@@ -135,6 +139,12 @@ class ExperimentConfig:
             raise ConfigError(f"goal_subset must be all or retrievable, not {self.goal_subset!r}")
         if self.goal_subset == "retrievable" and not self.ceiling:
             raise ConfigError("goal_subset retrievable needs the ceiling: set ceiling: true (--ceiling)")
+        from ..measures.endpoints import parse_endpoint
+
+        for line in self.endpoints:
+            e = parse_endpoint(line, self.tasks)
+            if e.measure == "gain@retrievable" and not self.ceiling:
+                raise ConfigError(f"endpoint {line!r} needs the ceiling: set ceiling: true (--ceiling)")
         self.out = self.out or f"runs/{self.name or 'experiment'}"
         self.results = self.results or f"results/{self.name or 'experiment'}"
 

@@ -20,7 +20,7 @@ from ..eval.setting import Setting
 from ..files import read_json, write_atomic
 from ..pipeline.report import deviations
 from ..plots import pyplot, save
-from toolformer_kit.measures import results
+from toolformer_kit.measures import endpoints, results
 from toolformer_kit.measures.ceiling import read_flags
 from .cost import clock, estimate
 from toolformer_kit.measures.funnel import funnel_rows
@@ -56,6 +56,8 @@ def collect(cfg, out: Path) -> dict:
     if cfg.endpoint_gain or cfg.endpoint_well_formed:
         recs = [r for t in cfg.tasks for r in results.load_records(folder, LABEL, on, t)]
         endpoint = results.endpoint_check(rows, recs, cfg.endpoint_gain, cfg.endpoint_well_formed)
+    extra = {"endpoints": endpoints.evaluate(cfg.endpoints, folder, on, {t.name: t.exercises for t in eval_tasks(cfg)},
+                                             flags, cfg.bootstrap, cfg.seed)} if cfg.endpoints else {}
     arrow = _verdict_of(cfg, folder, forced, flags) if (folder / LABEL / forced).is_dir() else {}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
@@ -70,7 +72,7 @@ def collect(cfg, out: Path) -> dict:
             "pilot": _side_result(cfg.pilot_results), "qa_tool": _side_result(cfg.qa_check_results),
             "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(to_dict(cfg)), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
-            "paired 95% interval (method 10, Wilson-based, 1998)"}
+            "paired 95% interval (method 10, Wilson-based, 1998)", **extra}
 
 
 def earlier_tries(folders: Sequence[str]) -> list[dict]:
@@ -214,6 +216,30 @@ def _endpoint_blocks(e: Mapping | None) -> list[R.Block]:
                          + (f" ({'met' if e['well_formed_met'] else 'not met'})." if required else "."))]
 
 
+def _endpoints_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
+    """The recipe's pre-registered endpoints (:mod:`~toolformer_kit.measures.endpoints`), each met
+    or not: the report's first table."""
+    if not rows:
+        return []
+
+    def observed(r: Mapping) -> str:
+        if r["observed"] is None:
+            return r.get("note") or "not measured"
+        if r["measure"].startswith("gain"):
+            ci = r["ci95"]
+            return f"{r['observed']:+.1f} points" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "")
+        if r["measure"] == "right_tool":
+            return f"{r['observed']:.1f} % ({r['right']} of {r['calls']} calls)"
+        return f"{r['observed']:.3f}"
+
+    met = sum(1 for r in rows if r["met"])
+    return [R.Block("h2", "Pre-registered endpoints"),
+            R.Block("p", f"Fixed in the recipe before the run (measures.endpoints: a gain also needs its 95 % "
+                         f"interval above 0). **{met} of {len(rows)} met.**"),
+            R.Block("table", header=("endpoint", "observed [95% CI]", "met"),
+                    rows=[(r["endpoint"], observed(r), "**met**" if r["met"] else "not met") for r in rows])]
+
+
 def _try_cells(t: Mapping) -> tuple:
     e = t.get("endpoint")
     if t.get("missing") or not e:
@@ -249,7 +275,7 @@ def _probe_blocks(p: Mapping | None) -> list[R.Block]:
 
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
     blocks = _pilot_blocks(res.get("pilot"))
-    blocks += _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
+    blocks += _endpoints_blocks(res.get("endpoints")) + _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
     blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
