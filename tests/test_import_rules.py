@@ -35,9 +35,11 @@ MAY_IMPORT = {
     "measures": {"lm", "tools", "eval"},
     "corpora": {"lm", "tools", "annotate", "eval", "measures"},
     "campaign": {"lm", "tools", "annotate", "eval", "measures", "corpora"},
-    "experiment": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline", "measures", "corpora"},
+    # An experiment fine-tunes on the campaigns' published datasets (several: their merged C*).
+    "experiment": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline", "measures", "corpora",
+                   "campaign"},
     "study": {"lm", "tools", "decode", "annotate", "train", "eval", "pipeline", "measures", "corpora",
-              "experiment"},
+              "campaign", "experiment"},
     "commands": {"lm", "tools", "decode", "annotate", "train", "eval", "inspector", "pipeline", "measures",
                  "corpora", "campaign", "experiment", "study"},
     "cli": {"commands"},

@@ -35,7 +35,7 @@ def test_an_unknown_recipe_is_one_line_naming_the_ones_there_are(capsys):
     assert cmd.main(["maths", "--estimate"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: math, math-v2, search, search-v2"
+    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: all, math, math-v2, search, search-v2"
 
 
 def test_bad_values_in_a_recipe_or_a_flag_are_one_clear_error(tmp_path, capsys):
@@ -488,3 +488,58 @@ def test_a_published_dataset_is_the_run_s_annotation(tmp_path):
     assert "2 annotated texts, 1 with a kept call, 1 calls after merging" in text
     with pytest.raises(ConfigError, match="has no data/cstar.jsonl"):
         R.stage_annotate(ExperimentConfig(name="t", cstar_dataset=str(tmp_path / "nothing")), tmp_path / "run2")
+
+
+def test_several_published_datasets_are_merged_into_the_run_s_annotation(tmp_path):
+    """issue 42, item 2: the one model's recipe names every dataset; the run joins them (one text,
+    all its calls) and its manifest states the mix."""
+    from toolformer_kit.experiment.recipe import ExperimentConfig
+
+    def dataset(name, rows, docs):
+        data = tmp_path / name / "data"
+        data.mkdir(parents=True)
+        (data / "cstar.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (data / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+        return str(tmp_path / name)
+
+    text = "2 and 3 is 5 in Paris."
+    calc = {"id": "a", "original": text, "text": "2 and 3 is [Calculator(2 + 3) -> 5] 5 in Paris.",
+            "calls": [{"tool": "Calculator", "input": "2 + 3", "result": "5", "char_offset": 11, "score": 1.0}]}
+    search = {"id": "a", "original": text, "text": "2 and 3 is 5 in [WikiSearch(Paris) -> a city] Paris.",
+              "calls": [{"tool": "WikiSearch", "input": "Paris", "result": "a city", "char_offset": 16, "score": 1.0}]}
+    a = dataset("math", [calc], [{"id": "a", "text": text}, {"id": "b", "text": "Plain."}])
+    b = dataset("search", [search], [{"id": "a", "text": text}])
+    run = tmp_path / "run"
+    cfg = ExperimentConfig(name="t", cstar_dataset=f"{a},{b}")
+    R.stage_corpus(cfg, run)
+    R.stage_annotate(cfg, run)
+    [row] = [json.loads(line) for line in (run / "annotate" / "corpus.jsonl").read_text().splitlines()]
+    assert row["text"] == "2 and 3 is [Calculator(2 + 3) -> 5] 5 in [WikiSearch(Paris) -> a city] Paris."
+    assert len((run / "annotate" / "documents.jsonl").read_text().splitlines()) == 2  # the same window once
+    manifest = json.loads((run / "annotate" / "manifest.json").read_text())
+    assert manifest["calls"] == 2 and manifest["mix"]["calls_by_tool"] == {"Calculator": 1, "WikiSearch": 1}
+    assert set(manifest["datasets"]) == {a, b}
+    with pytest.raises(ConfigError, match="nothing has no data/cstar.jsonl"):
+        R.stage_annotate(ExperimentConfig(name="t", cstar_dataset=f"{a},{tmp_path / 'nothing'}"), tmp_path / "run2")
+
+
+@pytest.mark.parametrize("recipe", sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "configs" / "experiments").glob("*.yaml")))
+def test_every_committed_recipe_loads(recipe):
+    """A recipe's typo (a key, a task, an endpoint line) is found here, not hours into its run."""
+    from toolformer_kit.experiment.recipe import eval_tasks, load_recipe
+
+    cfg = load_recipe(recipe)
+    assert cfg.name == recipe and eval_tasks(cfg)
+
+
+def test_the_one_model_recipe_pre_registers_the_issue_s_endpoints():
+    """issue 42, item 7: every family's endpoint is in configs/experiments/all.yaml."""
+    from toolformer_kit.experiment.recipe import load_recipe
+    from toolformer_kit.measures.endpoints import parse_endpoint
+
+    cfg = load_recipe("all")
+    got = {e.name: (e.measure, e.op, e.value) for e in map(parse_endpoint, cfg.endpoints)}
+    assert got["math"] == ("gain", ">=", 20) and got["search"] == ("gain@retrievable", ">=", 8)
+    assert got["dates"] == ("gain", ">=", 10) and got["mlqa"] == ("gain", ">", 0)
+    assert got["math tool"][2] == got["dates tool"][2] == 80 and got["perplexity"] == ("ppl_ratio", "<=", 1.05)
+    assert len(cfg.cstar_dataset.split(",")) == 4 and cfg.tools == ["Calculator", "Calendar", "WikiSearch", "QA", "MT"]

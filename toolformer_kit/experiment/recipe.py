@@ -64,7 +64,8 @@ class ExperimentConfig:
                                                              "~14 GB for Qwen 0.5B on the CPU")
     cstar_dataset: str = _f("", "a published C* dataset folder (e.g. datasets/cstar-math) to fine-tune on instead "
                                 "of annotating here: its data/cstar.jsonl and data/documents.jsonl become the run's "
-                                "annotation, and each run holds out 10 %% of its own texts as dev texts")
+                                "annotation, and each run holds out 10 %% of its own texts as dev texts; several "
+                                "folders joined by commas are merged (campaign.merged: the paper's per-tool cap)")
     cstar_texts: str = _f("with_calls", "what the tool-trained model is fine-tuned on: with_calls (the texts "
                                         "with a kept call) or all (every annotated text, calls where kept: "
                                         "the paper's C*, 'the exact same texts as C')")

@@ -21,6 +21,7 @@ from ..annotate.config import AnnotateConfig
 from ..annotate.merge import every_text
 from ..annotate.runner import semantic_settings, settings_differ
 from ..annotate.sources import _load_wiki
+from ..campaign.merged import PAPER_CAP, merge_documents, merge_rows, mix, read_dataset
 from ..config import ConfigError, from_dict, to_dict
 from ..decode import make_decoder
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
@@ -163,12 +164,27 @@ def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
     return folder
 
 
+def dataset_folders(cfg: ExperimentConfig) -> list[str]:
+    """The published C* folders of ``cstar_dataset`` (one, or several joined by commas)."""
+    return [f.strip() for f in cfg.cstar_dataset.split(",") if f.strip()]
+
+
 def _dataset_rows(cfg: ExperimentConfig, name: str) -> list[dict]:
-    path = Path(cfg.cstar_dataset) / "data" / name
-    if not path.is_file():
-        raise ConfigError(f"--cstar-dataset {cfg.cstar_dataset} has no data/{name}; give a folder published by "
-                          "'toolformer campaign' (datasets/cstar-math), or rerun the campaign to publish it")
-    return _rows(path)
+    """``name`` (cstar.jsonl or documents.jsonl) of the recipe's dataset; of several datasets, their
+    merged C* (:mod:`~toolformer_kit.campaign.merged`: one text with all its calls, the paper's cap
+    per tool, a seeded order), built here on the fly from the published folders alone."""
+    folders = dataset_folders(cfg)
+    for folder in folders:
+        path = Path(folder) / "data" / name
+        if not path.is_file():
+            raise ConfigError(f"--cstar-dataset {folder} has no data/{name}; give a folder published by "
+                              "'toolformer campaign' (datasets/cstar-math), or rerun the campaign to publish it")
+    if len(folders) == 1:
+        return _rows(Path(folders[0]) / "data" / name)
+    datasets = [(f, *read_dataset(f)) for f in folders]
+    if name == "cstar.jsonl":
+        return merge_rows([(n, c) for n, c, _ in datasets], PAPER_CAP, cfg.seed)
+    return merge_documents([(n, d) for n, _, d in datasets])
 
 
 def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
@@ -178,12 +194,16 @@ def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
     cstar, docs = _dataset_rows(cfg, "cstar.jsonl"), _dataset_rows(cfg, "documents.jsonl")
     _jsonl(folder / "corpus.jsonl", cstar)
     _jsonl(folder / "documents.jsonl", docs)
-    summary = Path(cfg.cstar_dataset) / "data" / "summary.json"
-    made = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+    made = {}
+    for f in dataset_folders(cfg):
+        summary = Path(f) / "data" / "summary.json"
+        s = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+        made[f] = {k: s.get(k) for k in ("tau_f", "windows_annotated", "complete", "kept")}
+    one = len(made) == 1
     write_atomic(folder / "manifest.json", json.dumps(
         {"from_dataset": str(cfg.cstar_dataset), "texts": len(docs), "c_star_texts": len(cstar),
          "calls": sum(len(r.get("calls") or []) for r in cstar),
-         "dataset": {k: made.get(k) for k in ("tau_f", "windows_annotated", "complete", "kept")}}, indent=1))
+         **({"dataset": next(iter(made.values()))} if one else {"datasets": made, "mix": mix(cstar)})}, indent=1))
 
 
 def annotate_config(cfg: ExperimentConfig, out: Path) -> AnnotateConfig:
