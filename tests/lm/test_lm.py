@@ -107,3 +107,24 @@ def test_samples_stop_at_bracket_and_do_not_depend_on_batch(smollm2):
 def test_too_long_input_is_a_clear_error(smollm2):
     with pytest.raises(ValueError, match="exceeds the model's context"):
         smollm2.token_logprobs(["x"], [list(range(10)) * 1000])
+
+
+@pytest.mark.real_model
+def test_next_token_logprobs_agree_with_token_logprobs_with_and_without_a_shared_start(smollm2):
+    """The QA reader's confidence (issue 40) reads the next-token distribution in one pass, the
+    reader's head run once: the same numbers as scoring each option whole."""
+    from toolformer_kit.tools.lmtool import LazyLM, split_shared
+
+    head = "Answer each question.\nQuestion: capital of Spain?\nAnswer: Madrid\n"
+    prompts = [head + "Question: capital of France?\nAnswer:", head + "Question: 2 + 2?\nAnswer:"]
+    options = [" Paris", " unknown"]
+    shared, tails = split_shared(smollm2, prompts, head)
+    assert shared == head  # a split that changes no token, or the test would prove nothing
+    ids = [[smollm2.encode(o)[0] for o in options]] * 2
+    split = smollm2.next_token_logprobs(tails, ids, shared_prefix=shared)
+    whole = smollm2.next_token_logprobs(prompts, ids)
+    via_tool = LazyLM(lm=smollm2).first_token_logprobs(prompts, [options] * 2, shared=head)
+    for i, prompt in enumerate(prompts):
+        first = [smollm2.token_logprobs([prompt], [o])[0][0] for o in options]
+        assert np.allclose(split[i], first, atol=2e-3) and np.allclose(whole[i], first, atol=2e-3)
+        assert np.allclose(via_tool[i], first, atol=2e-3)

@@ -97,6 +97,24 @@ def test_qa_batch_answers_as_one_call_at_a_time_does():
     assert len(lm.prompts) == 3  # a question without retrieved sentences asks the reader nothing
 
 
+def test_qa_trace_scores_the_reader_s_confidence_in_a_grounded_span():
+    """issue 40, item 3: the margin of the span's first token over " unknown"'s is recorded for
+    every grounded span (the signal a later abstention rule is tuned on), and for nothing else."""
+    from toolformer_kit.tools.qa import QAReader
+
+    class Scoring(ScriptedLM):
+        def token_logprobs(self, prefixes, continuations):
+            self.scored = list(zip(prefixes, continuations))
+            return [[-0.5, -1.0] if c != " unknown" else [-2.5] for c in continuations]
+
+    lm = Scoring(" Leonardo da Vinci.\n", " Picasso\n")
+    traces = QAReader(lm=lm).trace_many(["Who painted the Mona Lisa?", "Who wrote Pride and Prejudice?"])
+    assert traces[0]["span"] == "Leonardo da Vinci" and traces[0]["margin"] == 2.0
+    assert traces[1]["why"] == "not grounded" and traces[1]["margin"] is None
+    assert [c for _, c in lm.scored] == [" Leonardo da Vinci", " unknown"]
+    assert lm.scored[0][0] == lm.prompts[0]  # scored after the very prompt the reader answered
+
+
 def test_mt_detects_language_and_skips_english():
     lm = ScriptedLM(" The library opens at nine.\n")
     tool = mt_tool(lm=lm)

@@ -198,6 +198,35 @@ class HFLanguageModel(TokenizerSide):
                 results[i] = PositionLogprobs(encoded[i][0], encoded[i][1], lp)
         return results  # type: ignore[return-value]
 
+    @torch.no_grad()
+    def next_token_logprobs(self, prefixes: Sequence[TextOrIds], candidates: Sequence[Sequence[int]], *,
+                            shared_prefix: TextOrIds = ()) -> list[np.ndarray]:
+        """log p(t | shared_prefix + prefix) for each token id t of ``candidates[i]``, at the one
+        position after prefix i: what a reader was about to choose between (an answer's first
+        token or "unknown"'s), in one pass over each prefix, the shared start run once."""
+        shared = self.bos_ids + self._ids(shared_prefix) if len(shared_prefix) else []
+        heads = [self._ids(p) if shared else self.bos_ids + self._ids(p) for p in prefixes]
+        if len(candidates) != len(heads):
+            raise ValueError("next_token_logprobs needs one candidate list per prefix")
+        for h in heads:
+            self._check_length(len(shared) + len(h) + 1)
+        past, last = self._prompt_cache(shared) if shared else (None, None)
+        out: list[np.ndarray] = [np.zeros(0)] * len(heads)
+        for group in self._batches([len(h) + 1 for h in heads]):
+            rows = [heads[i] or [self.pad_id] for i in group]
+            if past is not None:
+                batch_past = copy.deepcopy(past)
+                batch_past.batch_repeat_interleave(len(group))
+                hidden = self._hidden(rows, batch_past, len(shared))
+            else:
+                hidden = self._hidden(rows)
+            for b, i in enumerate(group):
+                h = hidden[b, len(heads[i]) - 1] if heads[i] else last[0, -1]
+                logits = self._head_logits(h[None])[0]
+                lp = logits - torch.logsumexp(logits, dim=-1)
+                out[i] = lp[torch.tensor(list(candidates[i]), device=lp.device)].cpu().numpy().astype(np.float64)
+        return out
+
     def _prompt_cache(self, prompt_ids: list[int]):
         """(KV cache, last hidden state) of a prompt shared by many requests, computed once.
 

@@ -285,10 +285,12 @@ class Reading:
     answer: Optional[str] = None
     why: str = "no sentence"  # no sentence | unknown | not grounded | unsupported | answered
     support: Optional[float] = None
+    margin: Optional[float] = None  # see :func:`margin`; scored for grounded spans only
+    span: Optional[str] = None  # the grounded span, kept or not
 
     def trace(self) -> dict:
         return {"answer": self.answer, "raw": self.raw, "why": self.why, "support": self.support,
-                "sentences": [f"{t}: {s}" for t, s in self.chosen]}
+                "margin": self.margin, "span": self.span, "sentences": [f"{t}: {s}" for t, s in self.chosen]}
 
 
 def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support: float = MIN_SUPPORT) -> Reading:
@@ -302,6 +304,7 @@ def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support:
     reading.raw = raw
     cleaned = clean_answer(raw)
     span = grounded(cleaned, [s for _, s in reading.chosen], reading.question)
+    reading.span = span
     if span:
         reading.support = round(support(span, reading.chosen, reading.question, weight), 3)
     reading.answer = span if span and reading.support >= min_support else None
@@ -315,15 +318,33 @@ def choose(question: str, index: BM25Index, k: int = SENTENCE_PASSAGES, top: int
     return Reading(question, rank_sentences(question, index.search(question, k), top, corpus_idf(index)))
 
 
+def score_margins(readings: Sequence[Reading], prompts: Sequence[str], reader: LazyLM) -> None:
+    """Fill in :attr:`Reading.margin` for the readings with a grounded span: log p of the span's
+    first token minus log p of " unknown"'s, right after "Answer:". Why the first token: that is
+    where the reader chooses between answering and abstaining; a sum over tokens would punish long
+    names. One pass over each prompt, the reader's head run once."""
+    todo = [(r, p) for r, p in zip(readings, prompts) if r.span]
+    lm = reader.get() if todo else None
+    if not todo or not (hasattr(lm, "next_token_logprobs") or hasattr(lm, "token_logprobs")):
+        return  # a scripted reader that only writes
+    rows = reader.first_token_logprobs([p for _, p in todo], [(f" {r.span}", " unknown") for r, _ in todo],
+                                       shared=reader_head())
+    for (r, _), (answer, unknown) in zip(todo, rows):
+        r.margin = round(answer - unknown, 3)
+
+
 def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
-              top: int = SENTENCES, max_new_tokens: int = 16) -> list[Reading]:
+              top: int = SENTENCES, max_new_tokens: int = 16, score: bool = False) -> list[Reading]:
     """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
-    over all questions that have sentences (best sentence last), each reply judged."""
+    over all questions that have sentences (best sentence last), each reply judged; with ``score``
+    each grounded span's :func:`margin` as well (one more pass; for diagnosis)."""
     readings = [choose(q, index, k, top) for q in questions]
     asked = [r for r in readings if r.chosen]
     prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
     for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
         judge(reading, raw, corpus_idf(index))
+    if score:
+        score_margins(asked, prompts, reader)
     return readings
 
 
@@ -462,7 +483,7 @@ class QAReader:
     def trace_many(self, questions: Sequence[str]) -> list[dict]:
         if not self.sentence_level:
             return [{"answer": a} for a in self.answer_many(questions)]
-        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top)]
+        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top, score=True)]
 
 
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
