@@ -543,3 +543,22 @@ def test_the_one_model_recipe_pre_registers_the_issue_s_endpoints():
     assert got["dates"] == ("gain", ">=", 10) and got["mlqa"] == ("gain", ">", 0)
     assert got["math tool"][2] == got["dates tool"][2] == 80 and got["perplexity"] == ("ppl_ratio", "<=", 1.05)
     assert len(cfg.cstar_dataset.split(",")) == 4 and cfg.tools == ["Calculator", "Calendar", "WikiSearch", "QA", "MT"]
+
+
+def test_the_one_model_report_says_which_tool_it_called_where_and_sets_the_paper_beside_it(finished_run):
+    """issue 42, item 5: with which_tool on, the report has the task x tool table and the paper's
+    GPT-J numbers beside ours; off (every earlier recipe), results.json holds neither key."""
+    from toolformer_kit.experiment.report import write_results
+
+    cfg, run = finished_run
+    res = json.loads((write_results(cfg, run, "x") / "results.json").read_text())
+    assert "which_tool" not in res and "beside_paper" not in res
+    cfg.which_tool, cfg.tools = True, ["Calculator", "QA"]
+    folder = write_results(cfg, run, "x")
+    res = json.loads((folder / "results.json").read_text())
+    [row] = res["which_tool"]
+    assert row["task"] == "svamp" and row["called"]["Calculator"] == 1.0 and row["right_tool_rate"] == 1.0
+    assert res["beside_paper"][0]["ours"] == {"base": 2.5, "cc": 5.0, "disabled": 5.0, "tools": 50.0}
+    assert res["beside_paper"][0]["ours_higher"] == ["tools"]  # 50.0 against the paper's 29.4
+    text = (folder / "report.md").read_text()
+    assert "## Which tool, where" in text and "## Beside the paper (GPT-J 6.7B)" in text and "**50** / 29.4" in text

@@ -20,7 +20,7 @@ from ..eval.setting import Setting
 from ..files import read_json, write_atomic
 from ..pipeline.report import deviations
 from ..plots import pyplot, save
-from toolformer_kit.measures import endpoints, results
+from toolformer_kit.measures import endpoints, results, which_tool
 from toolformer_kit.measures.ceiling import read_flags
 from .cost import clock, estimate
 from toolformer_kit.measures.funnel import funnel_rows
@@ -58,11 +58,18 @@ def collect(cfg, out: Path) -> dict:
         endpoint = results.endpoint_check(rows, recs, cfg.endpoint_gain, cfg.endpoint_well_formed)
     extra = {"endpoints": endpoints.evaluate(cfg.endpoints, folder, on, {t.name: t.exercises for t in eval_tasks(cfg)},
                                              flags, cfg.bootstrap, cfg.seed)} if cfg.endpoints else {}
+    cols = columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags)
+    if cfg.which_tool:
+        tasks = eval_tasks(cfg)
+        extra["which_tool"] = which_tool.tool_use_rows(
+            {t.name: results.load_records(folder, LABEL, on, t.name) for t in tasks if t.kind != "perplexity"},
+            {t.name: t.exercises for t in tasks}, cfg.tools)
+        extra["beside_paper"] = which_tool.beside_paper(_ours(folder, cols, tasks))
     arrow = _verdict_of(cfg, folder, forced, flags) if (folder / LABEL / forced).is_dir() else {}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "endpoint": endpoint, "probe": read_json(out / "probe.json") if (out / "probe.json").is_file()
-            else None, "headline": rows, "columns": columns(folder, cfg.tasks, on, cfg.bootstrap, cfg.seed, flags),
+            else None, "headline": rows, "columns": cols,
             "against_base": results.against_base(folder, cfg.tasks, on),
             "tools_setting": on, "funnel": funnels, "arrow_forced": arrow, "annotation": _annotation(out),
             "training": _training(out),
@@ -73,6 +80,24 @@ def collect(cfg, out: Path) -> dict:
             "machine": results.machine(),  # looked up at call time, so tests can replace it
             "deviations": deviations(to_dict(cfg)), "interval": "accuracies: 95% Wilson score interval; tools − disabled: Newcombe's "
             "paired 95% interval (method 10, Wilson-based, 1998)", **extra}
+
+
+def _ours(folder: Path, cols: Sequence[Mapping], tasks) -> dict[str, dict]:
+    """Our four columns per task as the paper writes them: accuracy in %, perplexity for a
+    perplexity task (base, +CC and the tool-trained model, all with calls disabled)."""
+    names = {"base": "base", "cc": "+CC", "disabled": "tool-trained, disabled", "tools": "tool-trained, tools"}
+    by_task = {c["task"]: c for c in cols}
+    out = {}
+    for t in tasks:
+        if t.kind == "perplexity":
+            ppl = {k: folder / label / "perplexity" / f"{t.name}.json" for k, label in
+                   (("base", "base"), ("cc", "cc"), ("disabled", LABEL))}
+            out[t.name] = {k: round(read_json(p)["perplexity"], 2) if p.is_file() else None for k, p in ppl.items()}
+            out[t.name]["tools"] = None
+        else:
+            row = by_task.get(t.name, {})
+            out[t.name] = {k: round(100 * row[n]["accuracy"], 1) if row.get(n) else None for k, n in names.items()}
+    return out
 
 
 def earlier_tries(folders: Sequence[str]) -> list[dict]:
@@ -273,13 +298,47 @@ def _probe_blocks(p: Mapping | None) -> list[R.Block]:
                          f"(Tool(input) ->: {wf}) and {p['same_tool']} named the text's own tool.")]
 
 
+def _which_tool_blocks(rows: Sequence[Mapping] | None, paper: Sequence[Mapping] | None) -> list[R.Block]:
+    """Which tool the one model calls on each task, and the paper's GPT-J numbers beside ours."""
+    if not rows:
+        return []
+
+    def p(v):
+        return "–" if v is None else f"{100 * v:.1f}"
+
+    tools = list(rows[0]["called"])
+    body = [(r["task"], r["tool"] or "–", r["n"], *(p(r["called"][t]) for t in tools), p(r["none"]),
+             p(r["right_tool_rate"]), p(r["accuracy_right_tool"]), p(r["accuracy_other_tool"]), p(r["accuracy_no_call"]))
+            for r in rows]
+    blocks = [R.Block("h2", "Which tool, where"),
+              R.Block("p", "Per task, the share of inputs (%) on which the tool-trained model, with tools, calls each "
+                           "tool (an input may call two) or none; of its calls, the share naming the task's own tool; "
+                           "and its accuracy (%) on the inputs that called the right tool, only other tools, or none."),
+              R.Block("table", header=("task", "its tool", "n", *tools, "no call", "right tool (of calls)",
+                                       "accuracy: right tool", "other tool", "no call"), rows=body)]
+    if paper:
+        def cell(v, mine):
+            return "–" if v is None else (f"**{v:g}**" if mine else f"{v:g}")
+
+        prow = [(r["task"], *(f"{cell(r['ours'][c], c in r['ours_higher'])} / {cell(r['paper'][c], False)}"
+                              for c in ("base", "cc", "disabled", "tools")),
+                 "–" if r["paper_tool_rate"] is None else f"{r['paper_tool_rate']:g}") for r in paper]
+        blocks += [R.Block("h2", "Beside the paper (GPT-J 6.7B)"),
+                   R.Block("p", "Ours / the paper's, accuracy % (WikiText-2: perplexity, lower is better); bold where "
+                                "ours is better. The paper's call rate of the task's tool in the last column."),
+                   R.Block("table", header=("task", "base", "+CC", "disabled", "tools", "paper: calls its tool %"),
+                           rows=prow)]
+    return blocks
+
+
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
     blocks = _pilot_blocks(res.get("pilot"))
     blocks += _endpoints_blocks(res.get("endpoints")) + _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
     blocks += verdict_blocks(res["headline"], res["verdict"])
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
-    blocks += _columns_blocks(res) + _base_blocks(res.get("against_base")) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
+    blocks += _columns_blocks(res) + _which_tool_blocks(res.get("which_tool"), res.get("beside_paper"))
+    blocks += _base_blocks(res.get("against_base")) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
     blocks += _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
     m = res["machine"]
