@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="same as --plain-baseline: train on the texts with calls removed")
     parser.add_argument("--merge-adapter", default=None, metavar="ADAPTER_DIR",
                         help="do not train: merge a saved LoRA adapter into a plain model folder at --out")
+    parser.add_argument("--publish-adapter", default=None, metavar="ADAPTER_DIR",
+                        help="do not train: write a LoRA run's adapter to --out in bf16, its base named by --model "
+                             "(an embedded name), so that 'toolformer generate --model OUT' loads it on any machine")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +46,16 @@ def run(args: argparse.Namespace) -> int:
         path = merge_adapter_folder(args.merge_adapter, cfg.out,
                                     base_model=cfg.model if args.model else None)
         print(f"merged model written to {path}")
+        return 0
+    if args.publish_adapter:
+        from ..train.lora import publish_adapter
+
+        if not (cfg.out and args.model):
+            raise ConfigError("--publish-adapter needs --out (e.g. models/NAME) and --model, the embedded base "
+                              "it was trained from (e.g. qwen2.5-coder-0.5b)")
+        path = publish_adapter(args.publish_adapter, cfg.out, cfg.model)
+        size = sum(f.stat().st_size for f in path.iterdir()) / 2**20
+        print(f"adapter written to {path} ({size:.1f} MB)")
         return 0
     from ..train.trainer import run_training
 

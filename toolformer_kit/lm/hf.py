@@ -46,6 +46,30 @@ def _cache_kwarg(module) -> str:
     return "cache" if "cache" in inspect.signature(module.forward).parameters else "past_key_values"
 
 
+def adapter_base(model: str) -> str | None:
+    """The base model a LoRA adapter folder names (its ``adapter_config.json``), or None for any
+    other model. Why load adapters at all: a published model (``models/NAME``, issue 42) is an
+    adapter of a few MB over an embedded base, not a 1 GB copy of the weights."""
+    import json
+    from pathlib import Path
+
+    config = Path(model).expanduser() / "adapter_config.json"
+    if not config.is_file():
+        return None
+    base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base:
+        raise ValueError(f"{config} names no base_model_name_or_path; set it to the base model (an embedded name)")
+    return base
+
+
+def with_adapter(model, adapter_dir: str, dtype):
+    """``model`` with the adapter in ``adapter_dir`` folded into its weights (a plain model again)."""
+    from peft import PeftModel  # lazy: heavy
+
+    merged = PeftModel.from_pretrained(model, adapter_dir).merge_and_unload()
+    return merged.to(dtype)
+
+
 class HFLanguageModel(TokenizerSide):
     """A causal LM from transformers behind the three annotation primitives."""
 
@@ -75,12 +99,15 @@ class HFLanguageModel(TokenizerSide):
         from safetensors import SafetensorError  # lazy: with transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
 
-        path = resolve_model(model, cache)
         dev = _pick_device(device)
         torch_dtype = getattr(torch, resolve_dtype(dtype, dev.type))
         try:
+            adapter = adapter_base(model)
+            path = resolve_model(adapter or model, cache)
             tok = AutoTokenizer.from_pretrained(path)
             lm = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+            if adapter:
+                lm = with_adapter(lm, model, torch_dtype)
         except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:  # a broken folder
             first = (str(exc).strip().splitlines() or [""])[0]
             raise ModelError(
