@@ -72,6 +72,8 @@ def test_an_mt_campaign_keeps_the_translation_after_the_quote(tmp_path, monkeypa
     card = (tmp_path / "mt" / "README.md").read_text()
     assert "# C* for the MT" in card and "3 titles MLQA (XQuAD) is about" in card
     assert "the paper's MT settings: k 20 × m 10, τs 0.0, τf 0.5" in card
+    counts = json.loads((tmp_path / "mt" / "data" / "summary.json").read_text())["counts"]
+    assert counts and sum(counts.values()) >= 1  # the MT's execution statuses (the card once counted the Calculator's)
 
 
 def test_the_mt_recipe_runs_the_paper_pre_filter_and_tool():

@@ -20,6 +20,18 @@ FORMAT = "toolformer-kit campaign v1"
 BIN = 0.1  # nats: width of the score histogram's bins
 RANKS = ((1, 1), (2, 5), (6, 10), (11, 20))
 SHARD_KEYS = ("windows", "dtype", "stats", "score_histogram", "scored", "positions")  # what bank_record writes
+# Each campaign recipe's tools: the one table the runner, the re-execution and the card read.
+RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"], "calendar": ["Calendar"], "mt": ["MT"]}
+
+
+def recipe_tools(cfg) -> list[str]:
+    """A campaign's tools (a config written before recipes existed is the maths campaign's).
+
+    >>> from types import SimpleNamespace
+    >>> recipe_tools(SimpleNamespace(recipe="mt")), recipe_tools(SimpleNamespace())
+    (['MT'], ['Calculator'])
+    """
+    return list(RECIPES[getattr(cfg, "recipe", "math")])
 
 
 def histogram(scores: Iterable[float], width: float = BIN) -> dict[str, int]:

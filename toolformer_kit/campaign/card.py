@@ -20,7 +20,7 @@ from ..annotate.merge import annotate_text
 from ..annotate.sequential import merge_summary, repeat_stats, sequential_merge
 from ..annotate.summary import in_context
 from ..files import write_atomic
-from .bank import Progress, kept_by_rank, merged, position_ranks
+from .bank import Progress, kept_by_rank, merged, position_ranks, recipe_tools
 from toolformer_kit.measures.results import git_commit
 
 SAMPLE = 50
@@ -39,7 +39,7 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
     for _, _, info in prog.shards:
         hist.update(info["score_histogram"])
         seconds.update(info["stats"].get("seconds", {}))
-        for tool in _tools(cfg):
+        for tool in recipe_tools(cfg):
             statuses.update(info["stats"].get("counts", {}).get(tool, {}))
         dtypes[info["dtype"]] += 1
         versions["; ".join(f"{k} {v}" for k, v in sorted(info.get("tools", {}).items())) or "not recorded"] += 1
@@ -50,7 +50,7 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
         calls = merged(cands, t)
         kept.append({"tau_f": t, "calls": len(calls), "texts": len({c.doc_id for c in calls}),
                      "by_position_rank": kept_by_rank(calls, ranks)})
-        if len(_tools(cfg)) > 1:
+        if len(recipe_tools(cfg)) > 1:
             kept[-1]["by_tool"] = dict(sorted(Counter(c.tool for c in calls).items()))
     return {"stopped": stopped, "complete": stopped in ("target", "corpus"), "windows_annotated": windows,
             "windows_selected": counts["windows"], "shards": len(prog.shards), "annotation_seconds": round(wall, 1),
@@ -62,12 +62,6 @@ def study(cfg, counts: dict, prog: Progress, stopped: str) -> dict:
             "score_histogram": dict(sorted(hist.items(), key=lambda kv: float(kv[0]))),
             "tau_f": cfg.tau_f, "kept": kept, "target_calls": cfg.target_calls, "selection": counts,
             "rerun": rerun_totals(prog)}
-
-
-def _tools(cfg) -> list[str]:
-    """The campaign's tools (a config made before recipes existed is the Calculator's)."""
-    return {"search": ["WikiSearch", "QA"], "calendar": ["Calendar"]}.get(getattr(cfg, "recipe", "math"),
-                                                                         ["Calculator"])
 
 
 def _rows(docs, calls) -> list[dict]:

@@ -45,7 +45,7 @@ from ..config import ConfigError, config_field as _f, stage_field
 from ..eval.config import default_data_dir
 from ..files import DamagedFileError, read_json
 from ..tools.base import AnnotationSettings
-from .bank import FORMAT, Bank, Progress, bank_record
+from .bank import FORMAT, RECIPES, Bank, Progress, bank_record
 from toolformer_kit.corpora.sources import heldout_for, write_search_corpus
 from .card import publish
 from .rerun import rerun_shard
@@ -55,7 +55,6 @@ from toolformer_kit.corpora.selection import (calendar_selection, frozen_selecti
 log = logging.getLogger(__name__)
 
 
-RECIPES = {"math": ["Calculator"], "search": ["WikiSearch", "QA"], "calendar": ["Calendar"], "mt": ["MT"]}
 SEARCH_TASKS = ["lama-trex", "lama-google-re", "lama-squad", "webquestions", "nq", "triviaqa", "wiki-cloze"]
 
 
