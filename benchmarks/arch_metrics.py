@@ -67,7 +67,8 @@ def _config_classes(trees: dict[str, ast.Module]) -> dict[str, dict]:
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     value = ast.unparse(item.value) if item.value else ""
-                    (taken if value.startswith("stage_field(") else own).append(item.target.id)
+                    feeds = isinstance(item.value, ast.Call) and any(k.arg == "feeds" for k in item.value.keywords)
+                    (taken if value.startswith("stage_field(") or feeds else own).append(item.target.id)
                     args = item.value.args if isinstance(item.value, ast.Call) else []
                     if value.startswith("stage_field(") and len(args) > 1 and isinstance(args[1], ast.Constant) \
                             and args[1].value != item.target.id:
@@ -100,7 +101,8 @@ def measure() -> dict:
         if c in classes:
             fields = _all_fields(c, classes)
             redeclared = [f for f in classes[c]["own"] if f in stage]
-            composites[c] = {"fields": len(fields), "re-declared from a stage config": len(redeclared),
+            composites[c] = {"fields": len(fields), "re-declared from a stage config": f"{len(redeclared)} "
+                             f"({', '.join(redeclared)})" if redeclared else 0,
                              "taken from a stage config": len(classes[c]["taken"]) + sum(
                                  len(_all_fields(b, classes)) for b in classes[c]["bases"] if b in classes),
                              "renamed from a stage config": len(classes[c]["renamed"]),
@@ -135,7 +137,7 @@ def measure() -> dict:
         "_f field helpers": helpers,
         "τf resolvers (functions that fall back to a tool's paper τf)": tau_f,
         "routes from flags or a file to a config": routes,
-        "config → config mappings written by hand": mappings,
+        "config → config mappings written by hand (a field copied into a keyword)": mappings,
         "modules no test imports": _untested(set(mods)),
     }
 
@@ -159,8 +161,20 @@ def _config_builders(trees: dict[str, ast.Module], configs: set[str]) -> tuple[l
             if any("Namespace" in p for p in params) or reads_file:
                 routes.append(f"{m}.{node.name}")
             elif node.args.args and (node.args.args[0].arg == "cfg" or any(p in configs for p in params)):
-                mappings.append(f"{m}.{node.name}")
+                if _copies_fields(node, node.args.args[0].arg):
+                    mappings.append(f"{m}.{node.name}")
     return sorted(routes), sorted(mappings)
+
+
+def _copies_fields(fn: ast.FunctionDef, cfg: str) -> bool:
+    """Whether ``fn`` copies a field of its config argument into a keyword by hand
+    (``max_steps=cfg.train_steps``, ``tools=list(cfg.tools)``) rather than taking the declared ones
+    through ``config.stage_config``; a value computed from several (``min(cfg.a, cfg.b)``) is not a copy."""
+    def copied(value: ast.expr) -> bool:
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "list" and len(value.args) == 1:
+            value = value.args[0]
+        return isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == cfg
+    return any(isinstance(c, ast.Call) and any(k.arg and copied(k.value) for k in c.keywords) for c in ast.walk(fn))
 
 
 def _untested(mods: set[str]) -> list[str]:

@@ -100,3 +100,71 @@ def test_every_campaign_file_loads(path):
     from toolformer_kit.config import from_dict
 
     assert from_dict(CampaignConfig, load_config_file(path), str(path)).recipe
+
+
+@pytest.mark.parametrize("cls", COMPOSITES, ids=lambda c: c.__name__)
+def test_each_declared_target_exists_with_the_same_type_and_is_fed_once(cls):
+    hints, fed = typing.get_type_hints(cls), {}
+    for f in dataclasses.fields(cls):
+        for target in f.metadata.get("to", ()):
+            stage, _, name = target.partition(".")
+            name = name or f.name  # a composite's own setting feeds the stage's of the same name
+            target = f"{stage}.{name}"
+            assert name in typing.get_type_hints(STAGES[stage]), (f.name, target)
+            assert _plain(hints[f.name]) == _plain(typing.get_type_hints(STAGES[stage])[name]), (f.name, target)
+            assert fed.setdefault(target, f.name) == f.name, f"{target} fed by {fed[target]} and {f.name}"
+
+
+def _changed(f, value):
+    """A value of ``f``'s type other than ``value`` (the runner must pass it through)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1 if f.name != "micro_batch" else 1  # the micro-batch is capped at the effective batch
+    if isinstance(value, list):
+        return [*value, "svamp"] if f.name == "tasks" else [*value, "Calendar"]
+    choices = {"dtype": ("fp32", "bf16"), "backend": ("vllm", "hf"), "train_keep": ("last", "best")}
+    return next(c for c in choices[f.name] if c != value) if f.name in choices else f"{value}-x"
+
+
+# What a runner sets itself over a declared setting, each with its reason.
+OVERRIDDEN = {("campaign", "tau_f"): "the bank keeps every score >= 0; tau_f decides at publish",
+              ("campaign", "progress"): "a shard's bar is the campaign's",
+              ("experiment-eval", "dtype"): "evaluation keeps the library's default under auto (eval_dtype)"}
+
+
+def _runners(tmp_path):
+    from toolformer_kit.campaign import run as campaign
+    from toolformer_kit.experiment import run as experiment
+    from toolformer_kit.pipeline import run as pipeline
+
+    return {"campaign": (CampaignConfig(recipe="mt"), AnnotateConfig, campaign.annotate_config),
+            "pipeline-annotate": (PipelineConfig(corpus="default"), AnnotateConfig,
+                                  lambda c: pipeline.annotate_config(c, tmp_path)),
+            "pipeline-train": (PipelineConfig(), TrainConfig,
+                               lambda c: pipeline.train_config(c, tmp_path, tmp_path / "d", None, False)),
+            "pipeline-eval": (PipelineConfig(), EvalConfig,
+                              lambda c: pipeline.eval_config(c, tmp_path, tmp_path, None, None)),
+            "experiment-annotate": (ExperimentConfig(name="t"), AnnotateConfig,
+                                    lambda c: experiment.annotate_config(c, tmp_path)),
+            "experiment-train": (ExperimentConfig(name="t"), TrainConfig,
+                                 lambda c: experiment.train_config(c, tmp_path, False, tmp_path / "d")),
+            "experiment-eval": (ExperimentConfig(name="t"), EvalConfig, lambda c: experiment.eval_config(c, tmp_path))}
+
+
+@pytest.mark.parametrize("runner", ["campaign", "pipeline-annotate", "pipeline-train", "pipeline-eval",
+                                    "experiment-annotate", "experiment-train", "experiment-eval"])
+def test_every_declared_setting_reaches_the_stage_config_the_runner_builds(tmp_path, runner):
+    """Renamed settings included (train_steps is max_steps, eval_limit is limit, work is the
+    annotation's out): the runners map them through config.stage_config, never by hand."""
+    cfg, stage, build = _runners(tmp_path)[runner]
+    checked = 0
+    for f in dataclasses.fields(cfg):
+        for target in f.metadata.get("to", ()):
+            owner, _, name = target.partition(".")
+            if owner != stage.__name__ or (runner.split("-")[0], f.name) in OVERRIDDEN or (runner, f.name) in OVERRIDDEN:
+                continue
+            value = _changed(f, getattr(cfg, f.name))
+            assert getattr(build(dataclasses.replace(cfg, **{f.name: value})), name or f.name) == value, (f.name, target)
+            checked += 1
+    assert checked >= 5

@@ -368,9 +368,11 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- declaring settings
-def config_field(default: Any, help_text: str, **meta: Any) -> Any:
-    """A setting: its default (a list is copied per instance) and its one help text; ``meta`` adds
-    ``min``/``max`` (range), ``empty_ok=True`` (a list that may be set empty), ``cli=False`` (no flag) or ``added=True`` (see :func:`recorded`).
+def config_field(default: Any, help_text: str, feeds: Sequence[type] = (), **meta: Any) -> Any:
+    """A setting: its default (a list is copied per instance) and its one help text; ``feeds``: the
+    stage configs whose field of the same name it sets (:func:`stage_config`), for a composite's own
+    setting that every stage shares (``seed``); ``meta`` adds ``min``/``max`` (range), ``empty_ok=True``
+    (a list that may be set empty), ``cli=False`` (no flag) or ``added=True`` (see :func:`recorded`).
 
     >>> from dataclasses import dataclass
     >>> @dataclass
@@ -379,18 +381,21 @@ def config_field(default: Any, help_text: str, **meta: Any) -> Any:
     >>> Demo().tools is not Demo().tools
     True
     """
-    meta = {"help": help_text, **meta}
+    meta = {"help": help_text, **({"to": _targets(feeds, "")} if feeds else {}), **meta}
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda d=default: list(d), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
-def stage_field(cls: type, name: str, default: Any = dataclasses.MISSING, note: str = "", **meta: Any) -> Any:
+def stage_field(cls: type, name: str, default: Any = dataclasses.MISSING, note: str = "", also: Sequence[type] = (),
+                feeds: bool = True, **meta: Any) -> Any:
     """A composite config's setting that *is* stage config ``cls``'s field ``name``: its help text
     (and range) are taken from there, so they are written once; ``default`` overrides the stage's
     (a recipe's smaller sizes), and ``note`` says what the setting does in the composite besides.
     The composite still annotates the field's type, which tests/test_config_composed.py checks
-    against the stage's.
+    against the stage's. :func:`stage_config` sets ``cls.name`` from it (and the field of the same
+    name of each stage config in ``also``) unless ``feeds`` is False: a setting the composite
+    applies itself (a campaign's shard size) only borrows the stage's help text.
 
     >>> from dataclasses import dataclass, fields
     >>> @dataclass
@@ -406,8 +411,48 @@ def stage_field(cls: type, name: str, default: Any = dataclasses.MISSING, note: 
     if default is dataclasses.MISSING:
         default = source.default_factory() if source.default_factory is not dataclasses.MISSING else source.default
     help_text = source.metadata.get("help", "") + (f" ({note})" if note else "")
-    return config_field(default, help_text, **{**dict(source.metadata), **meta, "from": f"{cls.__name__}.{name}",
-                                               "help": help_text})
+    meta = {**dict(source.metadata), **meta, "from": f"{cls.__name__}.{name}", "help": help_text}
+    meta["to"] = _targets((cls, *also), name) if feeds else ()
+    return config_field(default, help_text, **meta)
+
+
+def _targets(classes: Sequence[type], name: str) -> tuple[str, ...]:
+    return tuple(f"{c.__name__}.{name}" if name else c.__name__ for c in classes)
+
+
+def stage_values(cls: type, cfg: Any, skip: Sequence[str] = ()) -> dict[str, Any]:
+    """The fields of stage config ``cls`` that composite ``cfg`` sets, by their stage names: each
+    :func:`stage_field` of ``cls`` (renamed back: ``train_steps`` is ``TrainConfig.max_steps``) and
+    each field that ``feeds`` it; lists copied. ``skip``: stage fields left at the stage's default.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Train:
+    ...     max_steps: int = config_field(100, "optimizer steps")
+    ...     seed: int = config_field(0, "seed")
+    >>> @dataclass
+    ... class Recipe:
+    ...     train_steps: int = stage_field(Train, "max_steps", 40)
+    ...     seed: int = config_field(3, "seed for every stage", feeds=(Train,))
+    >>> stage_values(Train, Recipe()), stage_config(Train, Recipe(), seed=7)
+    ({'max_steps': 40, 'seed': 3}, Train(max_steps=40, seed=7))
+    """
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        for target in f.metadata.get("to", ()):
+            stage, _, name = target.partition(".")
+            if stage == cls.__name__ and (name or f.name) not in skip:
+                value = getattr(cfg, f.name)
+                out[name or f.name] = list(value) if isinstance(value, list) else value
+    return out
+
+
+def stage_config(cls: type[C], cfg: Any, skip: Sequence[str] = (), **run: Any) -> C:
+    """Stage config ``cls`` built from composite ``cfg``'s declarations (:func:`stage_values`), with
+    ``run`` on top: what one run of the stage sets itself (its folders, its data, a value computed
+    from several settings). The one mapping from a composite to a stage, so that a renamed setting
+    is mapped back in one place, from the field that declares it."""
+    return cls(**{**stage_values(cls, cfg, skip), **run})
 
 
 def recorded(cfg: Any) -> dict[str, Any]:

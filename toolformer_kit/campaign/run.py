@@ -41,7 +41,7 @@ from pathlib import Path
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import fingerprint
 from ..annotate.sequential import check_merge, model_scorer
-from ..config import ConfigError, config_field as _f, stage_field
+from ..config import ConfigError, config_field as _f, stage_config, stage_field
 from ..eval.config import default_data_dir
 from ..files import DamagedFileError, read_json
 from ..tools.base import AnnotationSettings
@@ -78,15 +78,17 @@ class CampaignConfig:
     m: int = stage_field(AnnotateConfig, "m", 10, note=CALCULATOR)
     tau_s: float = stage_field(AnnotateConfig, "tau_s", 0.0, note=CALCULATOR)
     tau_f: float = stage_field(AnnotateConfig, "tau_f", 0.5, note="of the published C*; " + CALCULATOR + "; ≥ 0")
-    report_tau_f: list[float] = stage_field(AnnotateConfig, "report_tau_f", [0.25, 0.5, 1.0])
+    # report_tau_f, shard_size and merge are the campaign's own doing (its card, its bank, its publish):
+    # they borrow the stage's help text and set nothing of the shards' annotation (feeds=False)
+    report_tau_f: list[float] = stage_field(AnnotateConfig, "report_tau_f", [0.25, 0.5, 1.0], feeds=False)
     target_calls: int = _f(300, "stop once C* holds this many calls after merging at τf (0 = the whole corpus)")
     window_tokens: int = stage_field(AnnotateConfig, "window_tokens")
-    shard_size: int = stage_field(AnnotateConfig, "shard_size", 4, note="windows per banked shard")
+    shard_size: int = stage_field(AnnotateConfig, "shard_size", 4, note="windows per banked shard", feeds=False)
     wiki: bool = _f(True, "after the GSM8K problems, read Wikipedia summaries that pass the Calculator pre-filter")
     max_windows: int = _f(0, "annotate at most the first N windows (0 = all; the pilot is 20)")
     max_minutes: float = _f(0.0, "stop starting new shards after this many minutes (0 = no limit); rerun to go on")
-    seed: int = _f(0, "seed for sampling and the selection's tie order")
-    merge: str = stage_field(AnnotateConfig, "merge")
+    seed: int = _f(0, "seed for sampling and the selection's tie order", feeds=(AnnotateConfig,))
+    merge: str = stage_field(AnnotateConfig, "merge", feeds=False)
     bank: str = _f("", "build from this dataset folder's bank/ instead of OUT/bank, annotating nothing: a new version "
                        "of a published dataset (e.g. --merge sequential) from the same candidates")
     rerun_tools: list[str] = _f([], "with --bank: run these tools again over its banked calls (same calls, the tool as "
@@ -95,7 +97,9 @@ class CampaignConfig:
     replace_dataset: bool = _f(False, "publish even if OUT/data holds more annotated windows than this run would "
                                       "(--max-windows below what is published, or a smaller bank)")
     dtype: str = stage_field(AnnotateConfig, "dtype")
-    work: str = _f("runs/cstar-math", "scratch folder (tool result cache), not published")
+    work: str = stage_field(AnnotateConfig, "out", "runs/cstar-math",
+                            note="the campaign's scratch folder: each shard's annotation and the tool result cache, "
+                                 "not published")
     progress: bool = stage_field(AnnotateConfig, "progress")
     tasks: list[str] = _f([], "search: the evaluated tasks whose questions and answers leave the corpus "
                               "(default: the search recipe's seven, wiki-cloze's held-out summaries included)")
@@ -149,9 +153,8 @@ def annotate_config(cfg: CampaignConfig) -> AnnotateConfig:
     is scored only where it can change what is kept."""
     own = {"search": dict(wiki_exclude_self=True, wiki_corpus=str(search_corpus_path(cfg))),
            "math": dict(calculator_rate=0.0)}.get(cfg.recipe, {})
-    return AnnotateConfig(model=cfg.model, sampler_model="", tools=list(RECIPES[cfg.recipe]), tau_s=cfg.tau_s,
-                          k=cfg.k, m=cfg.m, tau_f=0.0, window_tokens=cfg.window_tokens, seed=cfg.seed,
-                          dtype=cfg.dtype, out=cfg.work, progress=False, score_floor=0.0, **own)
+    return stage_config(AnnotateConfig, cfg, tools=list(RECIPES[cfg.recipe]), tau_f=0.0, progress=False,
+                        score_floor=0.0, **own)
 
 
 # ------------------------------------------------------------------ the run

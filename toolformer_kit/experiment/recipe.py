@@ -39,10 +39,11 @@ class ExperimentConfig:
     replace_results: bool = _f(False, "replace a --results folder whose results.json another configuration wrote "
                                       "(refused otherwise, so a smoke run never overwrites committed evidence)")
     # ------------------------------------------------------------ annotation
-    model: str = stage_field(AnnotateConfig, "model", note="it also samples unless --sampler-model, and is "
+    model: str = stage_field(AnnotateConfig, "model", also=(TrainConfig,), note="it also samples unless --sampler-model, and is "
                                                            "fine-tuned and evaluated: the paper's M")
     sampler_model: str = stage_field(AnnotateConfig, "sampler_model")
-    tools: list[str] = stage_field(AnnotateConfig, "tools", ["Calculator"], note="and to evaluate with")
+    tools: list[str] = stage_field(AnnotateConfig, "tools", ["Calculator"], also=(EvalConfig,),
+                                   note="and to evaluate with")
     corpus: str = _f("gsm8k", "corpus: gsm8k (worked maths solutions), gsm8k-prose (the same with "
                               "'16 / 2 = 8' written as '8') or wiki (Wikipedia summaries the evaluation does not ask about)")
     docs: int = _f(40, "documents annotated (the main cost knob of annotation)", min=1)
@@ -118,11 +119,11 @@ class ExperimentConfig:
                                       "left out")
     # ------------------------------------------------------------ machine
     data_dir: Optional[str] = stage_field(EvalConfig, "data_dir", note="$TOOLFORMER_DATA_DIR when set")
-    seed: int = _f(0, "seed for every stage")
+    seed: int = _f(0, "seed for every stage", feeds=(AnnotateConfig, TrainConfig, EvalConfig))
     threads: Optional[int] = stage_field(EvalConfig, "threads")
-    backend: str = stage_field(AnnotateConfig, "backend", note="annotation, the probe and the evaluation; "
+    backend: str = stage_field(AnnotateConfig, "backend", also=(EvalConfig,), note="annotation, the probe and the evaluation; "
                                                                "fine-tuning is transformers'", added=True)
-    dtype: str = stage_field(TrainConfig, "dtype", note="annotation and fine-tuning; the probe and the evaluation "
+    dtype: str = stage_field(TrainConfig, "dtype", also=(AnnotateConfig, EvalConfig), note="annotation and fine-tuning; the probe and the evaluation "
                                                         "keep the library's default under auto, fp32 on a CPU, as "
                                                         "every recipe before this setting", added=True)
 

@@ -22,7 +22,7 @@ from ..annotate.merge import every_text
 from ..annotate.runner import semantic_settings, settings_differ
 from ..annotate.sources import _load_wiki
 from ..campaign.merged import PAPER_CAP, merge_documents, merge_rows, mix, read_dataset
-from ..config import ConfigError, from_dict, to_dict
+from ..config import ConfigError, from_dict, stage_config, to_dict
 from ..decode import make_decoder
 from ..eval.config import EvalConfig, check_tasks, resolve_data_dir
 from ..eval.probe import call_probe, probe_points
@@ -32,7 +32,7 @@ from ..eval.tasks import subset
 from ..files import read_json, read_jsonl, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..pipeline import stages
-from ..pipeline.config import evaluation, fine_tuning
+from ..pipeline.config import fine_tuning
 from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..train.data import read_texts, split_dev
@@ -208,12 +208,9 @@ def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
 
 def annotate_config(cfg: ExperimentConfig, out: Path) -> AnnotateConfig:
     """The annotation run the experiment makes in ``out/annotate``."""
-    return AnnotateConfig(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools),
-                          corpus=str(out / "corpus" / "train.jsonl"), out=str(out / "annotate"),
-                          window_tokens=cfg.window_tokens, k=cfg.k, m=cfg.m, tau_s=cfg.tau_s, tau_f=cfg.tau_f,
-                          call_cost=cfg.call_cost, wiki_exclude_self=cfg.wiki_exclude_self, seed=cfg.seed,
-                          shard_size=4, backend=cfg.backend, dtype=cfg.dtype,
-                          wiki_corpus=str(search) if (search := out / "corpus" / SEARCH_CORPUS).is_file() else "")
+    search = out / "corpus" / SEARCH_CORPUS
+    return stage_config(AnnotateConfig, cfg, corpus=str(out / "corpus" / "train.jsonl"), out=str(out / "annotate"),
+                        shard_size=4, wiki_corpus=str(search) if search.is_file() else "")
 
 
 def stage_annotate(cfg: ExperimentConfig, out: Path) -> Path:
@@ -337,8 +334,7 @@ def eval_dtype(cfg: ExperimentConfig) -> str:
 
 def eval_config(cfg: ExperimentConfig, out: Path) -> EvalConfig:
     """The evaluation the recipe makes in ``out/eval`` (its runs and tasks are given apart)."""
-    return evaluation(cfg, out=str(out / "eval"), batch_size=cfg.eval_batch, bootstrap=cfg.bootstrap,
-                      backend=cfg.backend, dtype=eval_dtype(cfg))
+    return stage_config(EvalConfig, cfg, out=str(out / "eval"), dtype=eval_dtype(cfg))
 
 
 def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list[Setting]]] | None = None) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..annotate.config import AnnotateConfig
-from ..config import ConfigError, config_field as _f, stage_field
+from ..config import ConfigError, config_field as _f, stage_config, stage_field
 from ..eval.config import EvalConfig
 from ..train.config import TrainConfig
 
@@ -31,10 +31,10 @@ class PipelineConfig:
     older smoke run (SmolLM2, four tools, LoRA, +CC) is ``--config configs/pipeline/smoke.yaml``."""
 
     out: str = _f("runs/default", "output folder; every stage writes a subfolder and is skipped once done")
-    model: str = stage_field(AnnotateConfig, "model", "qwen2.5-coder-0.5b",
+    model: str = stage_field(AnnotateConfig, "model", "qwen2.5-coder-0.5b", also=(TrainConfig,),
                              note="M: it samples, scores and is fine-tuned, as in the paper")
     sampler_model: str = stage_field(AnnotateConfig, "sampler_model", "", note="'' = --model")
-    tools: list[str] = stage_field(AnnotateConfig, "tools", ["Calculator"],
+    tools: list[str] = stage_field(AnnotateConfig, "tools", ["Calculator"], also=(EvalConfig,),
                                    note="QA runs an LM reader per sampled call: add it when you have the time")
     corpus: str = _f("math", "what is annotated: 'math' = the next --fresh-windows windows of the maths campaign's "
                              "corpus (GSM8K prose solutions, arithmetic Wikipedia summaries) that no dataset of "
@@ -68,9 +68,10 @@ class PipelineConfig:
     base_baseline: bool = _f(True, "also evaluate the base model with calls disabled (the paper's first column)")
     examples: int = _f(3, "worked examples of the tool-trained model printed at the end and put in the report", min=0)
     data_dir: Optional[str] = stage_field(EvalConfig, "data_dir", note="$TOOLFORMER_DATA_DIR when set")
-    seed: int = _f(0, "seed for every stage")
+    seed: int = _f(0, "seed for every stage", feeds=(AnnotateConfig, TrainConfig, EvalConfig))
     threads: Optional[int] = stage_field(EvalConfig, "threads")
-    dtype: str = stage_field(AnnotateConfig, "dtype", note="annotation, fine-tuning and evaluation", added=True)
+    dtype: str = stage_field(AnnotateConfig, "dtype", note="annotation, fine-tuning and evaluation", added=True,
+                             also=(TrainConfig, EvalConfig))
 
     def __post_init__(self) -> None:
         for name, allowed in (("dev_source", DEV_SOURCES), ("cc_data", CC_DATA), ("corpus", CORPORA)):
@@ -90,19 +91,10 @@ def preset(name: str, **overrides) -> PipelineConfig:
 
 
 def fine_tuning(cfg, **run) -> TrainConfig:
-    """The one mapping from a composite config's training fields to a :class:`TrainConfig` (the
-    pipeline's and an experiment's share their names: ``train_steps`` → ``max_steps``,
-    ``train_batch`` → ``effective_batch``, ``micro_batch`` → ``batch_size``), with the checkpoint
-    evaluated twice (half-way and at the end) and 10 % of the data carved out where no dev file is
-    given. ``run``: what differs per run (data, out, dev files, plain, keep)."""
-    return TrainConfig(model=cfg.model, lora=cfg.lora, max_steps=cfg.train_steps, effective_batch=cfg.train_batch,
-                       batch_size=min(cfg.micro_batch, cfg.train_batch), learning_rate=cfg.learning_rate,
-                       max_length=cfg.max_length, eval_steps=max(1, cfg.train_steps // 2), seed=cfg.seed,
-                       dev_fraction=0.1, **{"dtype": cfg.dtype, **run})
-
-
-def evaluation(cfg, **run) -> EvalConfig:
-    """The one mapping from a composite config's evaluation fields to an :class:`EvalConfig`
-    (``eval_limit`` → ``limit``); ``run``: what differs per runner (models, out, dtype, batch)."""
-    return EvalConfig(tasks=list(cfg.tasks), tools=list(cfg.tools), data_dir=cfg.data_dir, limit=cfg.eval_limit,
-                      seed=cfg.seed, threads=cfg.threads, **{"dtype": cfg.dtype, **run})
+    """A composite config's fine-tuning run (the pipeline's and an experiment's): its declared
+    training settings (:func:`~toolformer_kit.config.stage_config`), the micro-batch never above the
+    effective batch, the checkpoint evaluated twice (half-way and at the end) and 10 % of the data
+    carved out where no dev file is given. ``run``: what differs per run (data, out, dev files,
+    plain, keep)."""
+    return stage_config(TrainConfig, cfg, batch_size=min(cfg.micro_batch, cfg.train_batch),
+                        eval_steps=max(1, cfg.train_steps // 2), dev_fraction=0.1, **run)

@@ -22,7 +22,7 @@ from typing import Iterable
 from ..annotate.config import AnnotateConfig
 from ..annotate.sources import SOURCES, _load_wiki, _sentences
 from ..blocks import Block, write
-from ..config import recorded
+from ..config import recorded, stage_config
 from ..eval.config import EvalConfig, check_tasks
 from ..eval.run import run_eval
 from ..files import write_atomic
@@ -31,7 +31,7 @@ from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..lm.embedded import resolve_model
 from . import examples, fresh, report, stages
-from .config import PipelineConfig, evaluation, fine_tuning
+from .config import PipelineConfig, fine_tuning
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,10 @@ def annotate_config(cfg: PipelineConfig, out: Path) -> AnnotateConfig:
     embedded corpus (``--corpus default``), or of fresh maths windows (``math``) as the maths
     campaign annotates them: the Calculator pre-filter's strict part, and no e(c, ε) scored where
     the score is already below 0 (decisions at τf ≥ 0 unchanged)."""
-    common = dict(model=cfg.model, sampler_model=cfg.sampler_model, tools=list(cfg.tools), out=str(out / "annotate"),
-                  call_cost=cfg.call_cost, dtype=cfg.dtype, seed=cfg.seed)
-    if cfg.corpus == "math":
-        return AnnotateConfig(corpus=str(out / FRESH), calculator_rate=0.0, score_floor=0.0, shard_size=4, **common)
-    return AnnotateConfig(corpus="default", default_docs=cfg.docs_per_source, window_tokens=cfg.window_tokens,
-                          **common)
+    if cfg.corpus == "math":  # the windows are the campaign's, cut already: the default corpus's sizes stay out
+        return stage_config(AnnotateConfig, cfg, skip=("default_docs", "window_tokens"), corpus=str(out / FRESH),
+                            out=str(out / "annotate"), calculator_rate=0.0, score_floor=0.0, shard_size=4)
+    return stage_config(AnnotateConfig, cfg, corpus="default", out=str(out / "annotate"))
 
 
 FRESH = "fresh-windows.jsonl"  # the windows a --corpus math run annotates, for the reader
@@ -186,8 +184,8 @@ def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Pat
     the dev documents when there are some. The models may call the tools the run annotated: a
     model trained on Calculator calls only has no use for a search index or an MT model."""
     baselines = ([f"base={cfg.model}"] if cfg.base_baseline else []) + ([f"cc={cc_model}"] if cc_model else [])
-    return evaluation(cfg, model=[f"toolformer={tools_model}"], baselines=baselines, out=str(out / "eval"),
-                      heldout=str(dev) if dev else None)
+    return stage_config(EvalConfig, cfg, model=[f"toolformer={tools_model}"], baselines=baselines,
+                        out=str(out / "eval"), heldout=str(dev) if dev else None)
 
 
 def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None, dev: Path | None) -> Path:
