@@ -339,3 +339,29 @@ def test_a_tool_without_a_grammar_is_not_constrained_and_the_calendar_s_input_is
     assert res.text.startswith(" It costs [Calendar() -> Today is ") and res.calls[0].ok
     (boom,), _ = decode([Story(PROMPT, DOC, ranks={CALL_AT: 0}, call="Boom(any text) ->")], constrain_inputs=True)
     assert boom.calls[0].input == "any text"  # no grammar: free text, as without the option
+
+
+# An empty call costs nothing (issue 40, item 4): an option beside the paper's "Boom(2 + 3) ->]".
+@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("merge_call_open", [True, False])
+def test_a_call_that_found_nothing_is_taken_out_before_the_model_goes_on(use_cache, merge_call_open):
+    lm = FakeLM([WANTS_BOOM], merge_call_open=merge_call_open)
+    (paper,), _ = decode([WANTS_BOOM], lm=lm, use_cache=use_cache)
+    assert paper.text == " It costs [Boom(2 + 3) -> ] 5 dollars." and not paper.calls[0].dropped
+    lm = FakeLM([WANTS_BOOM], merge_call_open=merge_call_open)
+    (res,), decoder = decode([WANTS_BOOM], lm=lm, use_cache=use_cache, drop_empty_calls=True)
+    (call,) = res.calls
+    assert res.text == DOC  # as if never opened; the fake's position asserts catch a stale cache
+    assert (call.tool, call.result, call.ok, call.reason, call.dropped) == ("Boom", None, False, "tool_error", True)
+    assert CALL_OPEN not in res.token_ids and not any(res.forced)
+    assert decoder.engine.batches == [1]
+
+
+def test_a_dropped_call_is_spent_and_no_call_opens_again_where_it_was():
+    story = Story(PROMPT, DOC2, ranks={DOC2.index(" 5"): 0, DOC2.index(" 20"): 0}, call="Boom(2 + 3) ->")
+    (res,), _ = decode([story], drop_empty_calls=True, max_calls=1, max_new_tokens=200)
+    assert res.text == DOC2 and len(res.calls) == 1  # the one call was spent on nothing
+    (res,), _ = decode([story], drop_empty_calls=True, max_calls=2, max_new_tokens=200)
+    first, second = res.calls  # " [" ranks first at the dropped call's point too: masked there
+    assert first.dropped and second.token_position == DOC2.index(" 20")
+    assert second.reason == "repeated" and res.text.startswith(DOC2[: DOC2.index(" 20")] + " [Boom(2 + 3) -> ]")

@@ -1,5 +1,6 @@
 """Tool-aware decoding with the real embedded models and the real Calculator (no fine-tuning)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -56,6 +57,20 @@ def test_smollm2_cached_and_uncached_agree(smollm2):
     uncached = ToolAwareDecoder(smollm2, tools=tools, use_cache=False).generate(prompts, cfg)
     assert [r.token_ids for r in cached] == [r.token_ids for r in uncached]
     assert any(r.calls for r in cached)
+
+
+def test_smollm2_takes_out_a_call_that_found_nothing_cached_as_uncached(smollm2):
+    """drop_empty_calls (issue 40, item 4) on a real model: a Calculator that finds nothing, so
+    every call is taken out; the cache past a dropped call must never be attended."""
+    shots = "\n\n".join(out for _, out in CALCULATOR.demonstrations[:2])
+    prompts = [f"{shots}\n\n{p}" for p in PROMPTS]
+    empty = dataclasses.replace(CALCULATOR, fn=lambda _: None, batch_fn=None, cacheable=False)
+    cfg = DecodeConfig(max_new_tokens=16, k=10, drop_empty_calls=True)
+    cached = ToolAwareDecoder(smollm2, tools={"Calculator": empty}).generate(prompts, cfg)
+    uncached = ToolAwareDecoder(smollm2, tools={"Calculator": empty}, use_cache=False).generate(prompts, cfg)
+    assert [r.token_ids for r in cached] == [r.token_ids for r in uncached]
+    assert any(r.calls for r in cached) and all(c.dropped for r in cached for c in r.calls)
+    assert all(" [Calculator(" not in r.text and not any(r.forced) for r in cached)
 
 
 # ------------------------------------------------------------------ --demos runs every tool

@@ -270,3 +270,11 @@ def test_constrained_inputs_match():
     (res,), decoder = assert_same([SLOPPY], constrain_inputs=True)
     assert res.calls[0].result == "5"
     assert any(r.allow and r.max_tokens == 1 for rnd in decoder.lm.rounds for r in rnd)  # the input, step by step
+
+
+@pytest.mark.parametrize("max_calls", [1, 2])
+def test_dropped_empty_calls_match(max_calls):
+    story = Story(PROMPT, DOC2, ranks={DOC2.index(" 5"): 0, DOC2.index(" 20"): 0}, call="Boom(2 + 3) ->")
+    for one in (story, WANTS_BOOM):  # one prompt each: the two stories share it
+        (res,), _ = assert_same([one], drop_empty_calls=True, max_calls=max_calls, max_new_tokens=200)
+        assert res.calls[0].dropped and res.text.startswith(one.doc[:12])

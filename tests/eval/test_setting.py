@@ -8,7 +8,7 @@ from toolformer_kit.eval.setting import DISABLED, Setting
 from toolformer_kit.eval.tasks import get_task
 from toolformer_kit.measures.results import tools_setting
 
-ON_DISK = ["disabled", "k1", "k3", "k10", "k10+arrow", "k3+arrow"]
+ON_DISK = ["disabled", "k1", "k3", "k10", "k10+arrow", "k3+arrow", "k10+drop", "k10+calls2+typed+drop"]
 
 
 @pytest.mark.parametrize("name", ON_DISK)
@@ -23,6 +23,8 @@ def test_the_fields_reach_the_decoder_unparsed():
     off = decode_config(svamp, DISABLED)
     assert off.disabled and not off.force_arrow
     # the paper's zero-shot decoding: greedy, at most one call, a call opens on the top k
+    assert decode_config(svamp, Setting(10).dropping()).drop_empty_calls
+    assert not decode_config(svamp, Setting(10)).drop_empty_calls
     paper = decode_config(svamp, Setting(10))
     assert (paper.temperature, paper.max_calls, paper.k, paper.force_arrow) == (0.0, 1, 10, False)
 

@@ -193,6 +193,27 @@ def test_the_forced_arrow_setting_is_reported_beside_the_papers_decoding(finishe
     assert any("'->' forced" in d for d in res["deviations"])
 
 
+def test_the_dropped_empty_calls_setting_is_reported_beside_and_paired_against_the_papers(finished_run):
+    from toolformer_kit.experiment.run import model_runs
+    from toolformer_kit.experiment.report import write_results
+
+    cfg, run = finished_run
+    cfg.eval_drop_empty = True
+    assert [s.name for s in model_runs(cfg, run)[-1][2]] == ["k10", "disabled", "k10+drop"]
+    assert "empty_dropped" not in json.loads((write_results(cfg, run, "x") / "results.json").read_text())
+    _write_eval(run, "svamp", "toolformer", "k10+drop", [i < 32 for i in range(40)], True)
+    folder = write_results(cfg, run, "x")
+    res = json.loads((folder / "results.json").read_text())
+    dropped = res["empty_dropped"]
+    assert dropped["setting"] == "k10+drop" and round(dropped["headline"][0]["all"]["diff"], 2) == 0.75
+    against = dropped["against_papers"]  # paired with the paper's decoding (k10: 50 %) on the same 40
+    assert against["n"] == 40 and round(against["diff"], 2) == 0.3 and against["diff_ci95"][0] > 0
+    assert res["tools_setting"] == "k10" and round(res["headline"][0]["all"]["diff"], 2) == 0.45  # the headline stays
+    text = (folder / "report.md").read_text()
+    assert text.index("## Verdict") < text.index("empty calls taken out (k10+drop") < text.index("## All four columns")
+    assert any("found nothing taken out" in d for d in res["deviations"])
+
+
 def test_without_references_only_the_tool_trained_model_is_trained_and_evaluated(finished_run, monkeypatch):
     from toolformer_kit.experiment.cost import estimate
     from toolformer_kit.experiment.run import model_runs, plan

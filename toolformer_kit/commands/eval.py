@@ -2,7 +2,8 @@
 
 Each model in ``--model`` runs under every ``--settings`` entry (``tools`` = calls on top-k with
 ``--k``, ``disabled`` = the call token masked, ``k1,k3,k10`` = explicit k, ``k10+arrow`` = k10 with
-"->" forced once a call's input closes (a deviation); ``--k-sweep`` adds the
+"->" forced once a call's input closes, ``k10+drop`` = k10 with a call that found nothing taken out of
+the text (deviations, each beside the paper's decoding); ``--k-sweep`` adds the
 paper's 1, 3, 10); models in ``--baselines`` run with calls disabled only. So the paper's four
 columns are one command:
 ``toolformer eval --baselines gptj=BASE,gptj+cc=CC --model toolformer=TRAINED --tasks svamp,dateset``.

@@ -39,6 +39,10 @@ class DecodeConfig:
         "help": "while a call's input is written, mask the tokens that cannot continue the tool's input "
                 "grammar (tools that declare one: Calculator, Calendar); not the paper's, an option shown "
                 "beside the unconstrained decoding"})
+    drop_empty_calls: bool = field(default=False, metadata={
+        "help": "remove a call whose tool returned nothing (no result, an error, a timeout) before the model goes "
+                "on, as if it had not been opened there, where the paper writes 'Tool(input) ->]'; the call still "
+                "counts against max_calls and no call opens again at that point (not the paper's: issue 40)"})
     max_answer_tokens: Optional[int] = field(default=None, metadata={
         "help": "model-written tokens outside calls per prompt; a call and its result do not count "
                 "(default: only max_new_tokens limits)"})
@@ -76,3 +80,4 @@ class CallRecord:
     token_position: int
     ok: bool
     reason: str = ""
+    dropped: bool = False  # drop_empty_calls: the call found nothing and was taken out of the text

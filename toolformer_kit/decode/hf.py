@@ -176,7 +176,8 @@ class ToolAwareDecoder:
         return RowRules(encode=self.lm.encode, decode=self.lm.decode,
                         call_open_ids=tuple(self.lm.call_open_ids), eos_ids=self.eos_ids,
                         stop=tuple(s for s in cfg.stop if s), max_call_tokens=cfg.max_call_tokens,
-                        known=usable.__contains__, names=tuple(sorted(usable)), force_arrow=cfg.force_arrow)
+                        known=usable.__contains__, names=tuple(sorted(usable)), force_arrow=cfg.force_arrow,
+                        drop_empty=cfg.drop_empty_calls)
 
     def _name_mask(self, row: RowState) -> Optional[list[int]]:
         """The tokens the row may write next while naming its call's tool; None = no mask."""
@@ -377,7 +378,7 @@ class _CachedRows:
     def step(self, live: list[RowState]) -> torch.Tensor:
         """Feed each live row's last token at its next column."""
         cols = torch.tensor([[len(r.prompt_ids) + len(r.ids) - 1] for r in live])
-        ids = torch.tensor([[r.ids[-1]] for r in live])
+        ids = torch.tensor([[r.ids[-1] if r.ids else r.prompt_ids[-1]] for r in live])  # a dropped call may leave none
         return self._run(ids, cols, RowTarget(torch.arange(len(live)), cols, int(cols.max()) + 1, leading=True))
 
     def compact(self, live: list[RowState], keep: list[int]) -> list[RowState]:

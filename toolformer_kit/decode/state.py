@@ -263,6 +263,7 @@ class RowRules:
     known: Callable[[str], bool]
     names: tuple[str, ...] = ()  # the tools a call may name (the name mask's choices)
     force_arrow: bool = False  # queue " ->" once the input's ")" is written
+    drop_empty: bool = False  # take a call that found nothing out of the text (DecodeConfig.drop_empty_calls)
 
 
 @dataclass
@@ -284,6 +285,7 @@ class RowState:
     eos: bool = False
     answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
     ran: set = field(default_factory=set)  # (tool, input) of every call run so far: the loop guard
+    no_open_at: Optional[int] = None  # len(ids) where a dropped call was opened: none opens there again
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
@@ -300,7 +302,7 @@ class RowState:
         return self.phase == "text" and (not head or tuple(self.ids[-len(head):]) == head)
 
     def can_open(self) -> bool:
-        return self.calls_left > 0 and self.at_open_point()
+        return self.calls_left > 0 and self.at_open_point() and len(self.ids) != self.no_open_at
 
     def call_body(self) -> str:
         return self.rules.decode(self.ids[self.call_start:])
@@ -395,8 +397,23 @@ class RowState:
         record.result = result
         record.reason = reason or ("" if result else "no_result")
         record.ok = not record.reason
+        if result is None and self.rules.drop_empty:
+            self._drop_call(record)
+            return
         self.queue.extend(self.rules.encode(result_text(self.call_body(), result)))
         self.phase = "close"
+
+    def _drop_call(self, record: CallRecord) -> None:
+        """Take the call, from its call-open tokens on, out of the row: the model goes on from the
+        token before it, as if the call had never been opened (the decoder feeds that token again
+        at its own position, so the cache past it is never attended)."""
+        head = [f for f in self.forced[record.token_position: self.call_start - 1]]
+        self.answer_tokens -= sum(not f for f in head)  # the open's leading tokens the model wrote itself
+        del self.ids[record.token_position:], self.forced[record.token_position:]
+        record.dropped = True
+        self.no_open_at = len(self.ids)
+        self.phase = "text"
+        self.scan_from = len(self.text())
 
     def stop_now(self) -> None:
         """End the row; a call still being written or waiting for its tool is 'unfinished'."""

@@ -32,7 +32,7 @@ class EvalConfig:
     settings: list[str] = field(default_factory=lambda: ["tools", "disabled"], metadata={
         "help": "tools (calls on top-k), disabled, or kN; tools+arrow or kN+arrow also force '->' once a "
                 "call's input closes; +callsN allows N calls per input, +typed constrains inputs to the "
-                "tool's grammar (k10+calls2+typed)"})
+                "tool's grammar (k10+calls2+typed), +drop takes a call that found nothing out of the text"})
     k: int = field(default=10, metadata={"help": "a call opens when ' [' is among the top k tokens"})
     max_calls: int = field(default=1, metadata={
         "help": "calls per input in every setting with calls on (1 = the paper; N > 1 names the setting kN+callsN)"})

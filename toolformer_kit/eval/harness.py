@@ -70,7 +70,7 @@ def decode_config(task: Task, setting: Setting, seed: int = 0, stop: Sequence[st
     return DecodeConfig(k=setting.k, max_calls=setting.max_calls, disabled=setting.disabled, max_new_tokens=budget,
                         max_answer_tokens=task.max_new_tokens, max_call_tokens=CALL_TOKENS,
                         temperature=0.0, seed=seed, stop=list(stop), force_arrow=setting.force_arrow,
-                        constrain_inputs=setting.typed)
+                        constrain_inputs=setting.typed, drop_empty_calls=setting.drop_empty)
 
 
 def _plain(obj: Any) -> Any:

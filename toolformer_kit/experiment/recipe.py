@@ -84,6 +84,10 @@ class ExperimentConfig:
     k_eval: int = stage_field(EvalConfig, "k", note="the paper's k = 10", min=1)
     eval_force_arrow: bool = _f(False, "also evaluate the tool-trained model with '->' forced once a call's input "
                                        "is closed (setting k10+arrow), reported beside the paper's decoding")
+    eval_drop_empty: bool = _f(False, "also evaluate the tool-trained model with a call that found nothing taken out "
+                                      "of the text before it goes on (setting k10+drop), reported beside the paper's "
+                                      "decoding and paired against it (issue 40: does an empty call cost the answer?)",
+                               added=True)
     references: bool = _f(True, "train +CC and evaluate the base model and +CC, the paper's reference columns "
                                 "(the scale study reads only tools vs disabled and turns them off)")
     base_reference: bool = _f(False, "without references, still evaluate the base model with calls disabled: no "

@@ -27,8 +27,9 @@ from toolformer_kit.measures.funnel import funnel_rows
 from toolformer_kit.measures.oracle import pilot_cells
 from toolformer_kit.measures.qa_check import qa_cells
 from .recipe import eval_tasks
-from toolformer_kit.measures.results import (COLUMNS, LABEL, columns, diff_ci, goal_check, git_commit, headline_rows, pct, task_funnels,
-                      tools_setting, verdict_blocks, verdict_text, with_ci)
+from toolformer_kit.measures.results import (COLUMNS, LABEL, columns, diff_ci, goal_check, git_commit, headline_rows,
+                                             pct, pooled_row, task_funnels, tools_setting, verdict_blocks,
+                                             verdict_text, with_ci)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,9 @@ def collect(cfg, out: Path) -> dict:
             {t.name: t.exercises for t in tasks}, cfg.tools)
         extra["beside_paper"] = which_tool.beside_paper(_ours(folder, cols, tasks))
     arrow = _verdict_of(cfg, folder, forced, flags) if (folder / LABEL / forced).is_dir() else {}
+    if (folder / LABEL / (dropping := setting.dropping().name)).is_dir():
+        extra["empty_dropped"] = {**_verdict_of(cfg, folder, dropping, flags), "against_papers": pooled_row(
+            folder, cfg.tasks, dropping, LABEL, cfg.bootstrap, cfg.seed, off=(LABEL, on))["all"]}
     stages = read_json(out / "stages.json") if (out / "stages.json").is_file() else {}
     return {"recipe": cfg.name, "description": cfg.description, "verdict": main["verdict"],
             "goal": goal, "endpoint": endpoint, "probe": read_json(out / "probe.json") if (out / "probe.json").is_file()
@@ -335,7 +339,7 @@ def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Bloc
     blocks = _pilot_blocks(res.get("pilot"))
     blocks += _endpoints_blocks(res.get("endpoints")) + _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
     blocks += verdict_blocks(res["headline"], res["verdict"])
-    blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res)
+    blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res) + _dropped_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _which_tool_blocks(res.get("which_tool"), res.get("beside_paper"))
     blocks += _base_blocks(res.get("against_base")) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
@@ -361,6 +365,20 @@ def _arrow_blocks(res: Mapping) -> list[R.Block]:
                          "tool, where, or with what input. " + arrow["verdict"]),
             *verdict_blocks(arrow["headline"])[1:]] + (
         [R.Block("table", header=header, rows=rows)] if rows else [])
+
+
+def _dropped_blocks(res: Mapping) -> list[R.Block]:
+    dropped = res.get("empty_dropped") or {}
+    if not dropped:
+        return []
+    p = dropped["against_papers"]
+    return [R.Block("h2", f"The same model with empty calls taken out ({dropped['setting']}, a deviation)"),
+            R.Block("p", "Decoding as above, except that a call whose tool returned nothing is removed from the text "
+                         "before the model goes on, as if it had not been opened (the paper writes 'Tool(input) ->]' "
+                         "and continues after it). Against the paper's decoding on the same examples, pooled: "
+                         f"{pct(p['tools']['accuracy'])} vs {pct(p['disabled']['accuracy'])}, "
+                         f"{diff_ci(p)} (n {p['n']}). " + dropped["verdict"]),
+            *verdict_blocks(dropped["headline"])[1:]]
 
 
 def _columns_blocks(res: Mapping) -> list[R.Block]:

@@ -319,7 +319,8 @@ def model_runs(cfg: ExperimentConfig, out: Path) -> list[tuple[str, str, list[Se
     """(label, model, settings): the paper's four columns (the tool-trained model's alone without
     ``references``; with ``base_reference``, the base model's beside them)."""
     on = Setting(cfg.k_eval)
-    tools = [on, DISABLED] + ([on.arrow()] if cfg.eval_force_arrow else [])
+    tools = [on, DISABLED] + ([on.arrow()] if cfg.eval_force_arrow else []) + (
+        [on.dropping()] if cfg.eval_drop_empty else [])
     base = [("base", cfg.model, [DISABLED])]
     refs = base + [("cc", str(out / "train-cc"), [DISABLED])] if cfg.references else base if cfg.base_reference else []
     return refs + [("toolformer", str(out / "train-tools"), tools)]

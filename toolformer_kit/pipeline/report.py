@@ -194,6 +194,14 @@ def _forced_arrow(s: Mapping) -> str | None:
     return None
 
 
+def _drop_empty(s: Mapping) -> str | None:
+    if s.get("eval_drop_empty"):
+        return ("The tool-trained model is also evaluated with a call that found nothing taken out of the text "
+                "before it goes on (reported beside, never in place of, the paper's decoding, which writes "
+                "'Tool(input) ->]' and continues).")
+    return None
+
+
 def _references(s: Mapping) -> str | None:
     if "references" in s and not s["references"]:
         if s.get("base_reference"):
@@ -219,8 +227,8 @@ def _search_corpus(s: Mapping) -> str | None:
 
 
 # In the order the reports print them.
-DEVIATION_RULES = (_fine_tuning, _sampler, _cc_data, _dev_source, _k_m, _thresholds, _forced_arrow, _references,
-                   _lama_search, _search_corpus)
+DEVIATION_RULES = (_fine_tuning, _sampler, _cc_data, _dev_source, _k_m, _thresholds, _forced_arrow, _drop_empty,
+                   _references, _lama_search, _search_corpus)
 
 
 def deviation_blocks(settings: dict) -> list[Block]:
