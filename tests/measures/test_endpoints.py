@@ -9,8 +9,8 @@ from toolformer_kit.config import ConfigError
 from toolformer_kit.measures.endpoints import evaluate, parse_endpoint
 
 
-def write(folder, setting, task, correct, tool=None):
-    path = folder / "toolformer" / setting / task / "examples.jsonl"
+def write(folder, setting, task, correct, tool=None, label="toolformer"):
+    path = folder / label / setting / task / "examples.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     calls = [{"tool": tool}] if tool and setting != "disabled" else []
     path.write_text("".join(json.dumps({"id": str(i), "correct": c, "called": bool(calls), "calls": calls}) + "\n"
@@ -65,3 +65,21 @@ def test_a_perplexity_not_measured_is_not_met(tmp_path):
 def test_a_bad_line_gets_one_error_naming_the_fix(line, says):
     with pytest.raises(ConfigError, match=says):
         parse_endpoint(line, ["svamp"])
+
+
+def test_against_the_base_model_with_a_stated_lower_bound_a_non_inferiority_endpoint(tmp_path):
+    write(tmp_path, "k10", "lama-trex", [i < 500 for i in range(1000)], "QA")
+    write(tmp_path, "disabled", "lama-trex", [i < 250 for i in range(1000)])  # its own calls disabled: far below
+    write(tmp_path, "disabled", "lama-trex", [i < 470 or 500 <= i < 520 for i in range(1000)], label="base")
+    rows = evaluate(["lama: vs_base lama-trex >= 0, low > -3", "lama tight: vs_base lama-trex >= 0, low > 0",
+                     "lama gain: gain lama-trex > 0"], tmp_path, "k10", {"lama-trex": "QA"}, n_resamples=200)
+    lama, tight, gain = rows
+    assert lama["pairs"] == 1000 and lama["observed"] == pytest.approx(1.0)  # 50 % against the base model's 49 %
+    assert -3 < lama["ci95"][0] < 0 and lama["met"] and not tight["met"]
+    assert gain["observed"] == pytest.approx(25.0) and gain["met"]  # against its own calls disabled
+    assert lama["endpoint"] == "lama: vs_base lama-trex >= 0, low > -3"
+
+
+def test_a_bound_on_a_measure_without_an_interval_is_refused():
+    with pytest.raises(ConfigError, match="only a paired measure"):
+        parse_endpoint("tool: right_tool svamp >= 80, low > 70")

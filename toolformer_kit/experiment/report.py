@@ -254,7 +254,7 @@ def _endpoints_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
     def observed(r: Mapping) -> str:
         if r["observed"] is None:
             return r.get("note") or "not measured"
-        if r["measure"].startswith("gain"):
+        if r["measure"].split("@")[0] in endpoints.GAINS:
             ci = r["ci95"]
             return f"{r['observed']:+.1f} points" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "")
         if r["measure"] == "right_tool":
@@ -264,7 +264,7 @@ def _endpoints_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
     met = sum(1 for r in rows if r["met"])
     return [R.Block("h2", "Pre-registered endpoints"),
             R.Block("p", f"Fixed in the recipe before the run (measures.endpoints: a gain also needs its 95 % "
-                         f"interval above 0). **{met} of {len(rows)} met.**"),
+                         f"interval above 0, or above the lower bound it states). **{met} of {len(rows)} met.**"),
             R.Block("table", header=("endpoint", "observed [95% CI]", "met"),
                     rows=[(r["endpoint"], observed(r), "**met**" if r["met"] else "not met") for r in rows])]
 

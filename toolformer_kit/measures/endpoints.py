@@ -7,6 +7,11 @@ One line is ``NAME: MEASURE TASKS OP VALUE``, e.g. ``math: gain svamp,asdiv,mawp
   (Newcombe's paired interval); met when it reaches VALUE *and* the interval lies above 0, as the
   single-endpoint recipes ask (:func:`~toolformer_kit.measures.results.endpoint_check`).
   ``gain@retrievable`` pools only the examples whose gold answer the retrieval ceiling found.
+- ``vs_base`` (and ``vs_base@retrievable``): tools of the tool-trained model − the base model with
+  calls disabled, pooled the same way: did fine-tuning with tools beat not fine-tuning at all?
+- A gain's interval condition may be stated instead of "above 0": ``, low > -3`` after the value
+  asks that its lower bound lie above -3 points, a non-inferiority endpoint (``lama: vs_base
+  lama-trex,lama-google-re,lama-squad >= 0, low > -3``: LAMA no worse than the base model).
 - ``right_tool``: of the calls the model opened on the tasks (with tools), the share in % that name
   the tool each task exercises (:attr:`~toolformer_kit.eval.tasks.base.Task.exercises`), the
   paper's "which tool, where".
@@ -28,10 +33,12 @@ from typing import Mapping, Sequence
 
 from ..config import ConfigError
 
-MEASURES = ("gain", "gain@retrievable", "right_tool", "ppl_ratio")
+MEASURES = ("gain", "gain@retrievable", "vs_base", "vs_base@retrievable", "right_tool", "ppl_ratio")
+GAINS = ("gain", "vs_base")  # measures read as a paired difference in points (with @retrievable)
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 LINE = re.compile(r"^\s*(?P<name>[^:]+?)\s*:\s*(?P<measure>\S+)\s+(?P<tasks>\S+)\s+(?P<op>>=|<=|>|<)\s*"
-                  r"(?P<value>[-+]?\d+(?:\.\d+)?)\s*$")
+                  r"(?P<value>[-+]?\d+(?:\.\d+)?)\s*"
+                  r"(?:,\s*low\s*(?P<low_op>>=|>)\s*(?P<low>[-+]?\d+(?:\.\d+)?)\s*)?$")
 
 
 @dataclass(frozen=True)
@@ -43,20 +50,30 @@ class Endpoint:
     tasks: tuple[str, ...]
     op: str
     value: float
+    low_op: str | None = None  # the interval's lower bound, where stated instead of "above 0"
+    low: float | None = None
 
     def text(self) -> str:
-        return f"{self.name}: {self.measure} {','.join(self.tasks)} {self.op} {self.value:g}"
+        bound = f", low {self.low_op} {self.low:g}" if self.low is not None else ""
+        return f"{self.name}: {self.measure} {','.join(self.tasks)} {self.op} {self.value:g}{bound}"
+
+    @property
+    def paired(self) -> bool:
+        """Whether the measure is a paired difference (its interval decides with its value)."""
+        return self.measure.split("@")[0] in GAINS
 
 
 def parse_endpoint(line: str, known_tasks: Sequence[str] | None = None) -> Endpoint:
     """One endpoint line, or one error naming what is wrong and the form it should take.
 
     >>> parse_endpoint("math: gain svamp,asdiv >= 20")
-    Endpoint(name='math', measure='gain', tasks=('svamp', 'asdiv'), op='>=', value=20.0)
+    Endpoint(name='math', measure='gain', tasks=('svamp', 'asdiv'), op='>=', value=20.0, low_op=None, low=None)
+    >>> parse_endpoint("lama: vs_base lama-trex >= 0, low > -3").text()
+    'lama: vs_base lama-trex >= 0, low > -3'
     >>> parse_endpoint("math: gains svamp >= 20")
     Traceback (most recent call last):
     ...
-    toolformer_kit.config.ConfigError: endpoint 'math: gains svamp >= 20': measure 'gains' is not one of gain, gain@retrievable, right_tool, ppl_ratio
+    toolformer_kit.config.ConfigError: endpoint 'math: gains svamp >= 20': measure 'gains' is not one of gain, gain@retrievable, vs_base, vs_base@retrievable, right_tool, ppl_ratio
     """
     m = LINE.match(line)
     if not m:
@@ -69,32 +86,44 @@ def parse_endpoint(line: str, known_tasks: Sequence[str] | None = None) -> Endpo
     if missing:
         raise ConfigError(f"endpoint {line!r}: {', '.join(missing)} not among the recipe's tasks; add "
                           f"{'it' if len(missing) == 1 else 'them'} to tasks or fix the endpoint")
-    return Endpoint(m["name"], m["measure"], tasks, m["op"], float(m["value"]))
+    e = Endpoint(m["name"], m["measure"], tasks, m["op"], float(m["value"]), m["low_op"],
+                 None if m["low"] is None else float(m["low"]))
+    if e.low is not None and not e.paired:
+        raise ConfigError(f"endpoint {line!r}: only a paired measure ({', '.join(GAINS)}) has an interval to bound")
+    return e
 
 
 def check(e: Endpoint, observed: float | None, ci: Sequence[float] | None = None) -> bool:
-    """Met: the observed value passes ``op value``; a gain also needs its interval above 0.
+    """Met: the observed value passes ``op value``; a paired difference also needs its interval
+    above 0, or above the stated lower bound.
 
     >>> e = parse_endpoint("mlqa: gain mlqa-de > 0")
     >>> check(e, 1.5, [-0.5, 3.5]), check(e, 1.5, [0.2, 3.0])
     (False, True)
+    >>> lama = parse_endpoint("lama: vs_base lama-trex >= 0, low > -3")
+    >>> check(lama, 0.5, [-2.5, 3.5]), check(lama, 0.5, [-3.5, 4.5]), check(lama, -0.5, [-2.0, 1.0])
+    (True, False, False)
     """
     if observed is None:
         return False
     ok = OPS[e.op](observed, e.value)
-    return ok and (ci is not None and ci[0] > 0) if e.measure.startswith("gain") else ok
+    if not e.paired:
+        return ok
+    bound = OPS[e.low_op or ">"], 0.0 if e.low is None else e.low
+    return ok and ci is not None and bound[0](ci[0], bound[1])
 
 
 # ---------------------------------------------------------------- measures from an eval folder
 def pooled_gain(eval_folder: Path, tasks: Sequence[str], on: str, keep: Mapping[str, set] | None = None,
-                n_resamples: int = 1000, seed: int = 0) -> dict:
-    """Tools (setting ``on``) − disabled of the tool-trained model over every task's pairs, only the
-    ids in ``keep[task]`` where given."""
+                n_resamples: int = 1000, seed: int = 0, off_label: str = "") -> dict:
+    """Tools (setting ``on``) of the tool-trained model − calls disabled (of the same model, or of
+    ``off_label``'s: the base model's) over every task's pairs, only the ids in ``keep[task]`` where
+    given."""
     from ..eval.verdict import LABEL, load_records, paired
 
     on_all, off_all = [], []
     for task in tasks:
-        off = {r["id"]: r for r in load_records(eval_folder, LABEL, "disabled", task)}
+        off = {r["id"]: r for r in load_records(eval_folder, off_label or LABEL, "disabled", task)}
         for r in load_records(eval_folder, LABEL, on, task):
             if r["id"] in off and (keep is None or r["id"] in keep.get(task, set())):
                 on_all.append({**r, "id": f"{task}/{r['id']}"})
@@ -147,11 +176,13 @@ def evaluate(lines: Sequence[str], eval_folder: Path, on: str, tool_of: Mapping[
         e = parse_endpoint(line)
         row = {"endpoint": e.text(), "name": e.name, "measure": e.measure, "tasks": list(e.tasks), "op": e.op,
                "value": e.value, "observed": None, "ci95": None}
-        if e.measure.startswith("gain"):
-            if e.measure == "gain@retrievable" and keep is None:
+        if e.paired:
+            subset = e.measure.endswith("@retrievable")
+            if subset and keep is None:
                 row["note"] = "no retrieval ceiling in this run: the retrievable subset is unknown"
             else:
-                p = pooled_gain(eval_folder, e.tasks, on, keep if e.measure != "gain" else None, n_resamples, seed)
+                p = pooled_gain(eval_folder, e.tasks, on, keep if subset else None, n_resamples, seed,
+                                off_label="base" if e.measure.startswith("vs_base") else "")
                 row["pairs"] = p.get("n")
                 if p.get("diff") is not None:
                     row["observed"] = 100 * p["diff"]
