@@ -35,7 +35,7 @@ def test_an_unknown_recipe_is_one_line_naming_the_ones_there_are(capsys):
     assert cmd.main(["maths", "--estimate"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: all, math, math-v2, search, search-v2"
+    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: all, math, math-v2, search, search-v2, search-v3"
 
 
 def test_bad_values_in_a_recipe_or_a_flag_are_one_clear_error(tmp_path, capsys):
@@ -212,6 +212,22 @@ def test_the_dropped_empty_calls_setting_is_reported_beside_and_paired_against_t
     text = (folder / "report.md").read_text()
     assert text.index("## Verdict") < text.index("empty calls taken out (k10+drop") < text.index("## All four columns")
     assert any("found nothing taken out" in d for d in res["deviations"])
+
+
+def test_the_one_model_is_set_beside_the_specialists_committed_gains(finished_run, tmp_path):
+    from toolformer_kit.experiment.report import write_results
+
+    cfg, run = finished_run
+    spec = tmp_path / "results-math"
+    spec.mkdir()
+    (spec / "results.json").write_text(json.dumps({"settings": {"eval_limit": cfg.eval_limit}, "headline": [
+        {"task": "svamp", "all": {"diff": 0.25, "diff_ci95": [0.19, 0.31], "n": 296}}]}))
+    cfg.specialists = [str(spec)]
+    folder = write_results(cfg, run, "x")
+    (row,) = json.loads((folder / "results.json").read_text())["specialists"]
+    assert row["task"] == "svamp" and row["difference"] == pytest.approx(20.0)  # this run's +45 against +25
+    text = (folder / "report.md").read_text()
+    assert "## Against the specialists" in text and "| svamp | +25.0 [+19.0, +31.0] (n 296) | +45.0" in text
 
 
 def test_without_references_only_the_tool_trained_model_is_trained_and_evaluated(finished_run, monkeypatch):

@@ -114,6 +114,9 @@ class ExperimentConfig:
     which_tool: bool = _f(False, "report which tool the model calls on each task (a task x tool table, the right-tool "
                                  "rate, accuracy by tool called) and the paper's GPT-J numbers beside ours: the "
                                  "one-model recipe's analysis (measures.which_tool)", added=True)
+    specialists: list[str] = _f([], "committed results folders of specialist models (e.g. results/math) set beside "
+                                    "this model's gains, task by task (measures.specialists)", empty_ok=True,
+                                added=True)
     pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
                                 "oracle table opens the report (a folder not there yet is reported as not run)")
     qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "

@@ -20,7 +20,7 @@ from ..eval.setting import Setting
 from ..files import read_json, write_atomic
 from ..pipeline.report import deviations
 from ..plots import pyplot, save
-from toolformer_kit.measures import endpoints, results, which_tool
+from toolformer_kit.measures import endpoints, results, specialists, which_tool
 from toolformer_kit.measures.ceiling import read_flags
 from .cost import clock, estimate
 from toolformer_kit.measures.funnel import funnel_rows
@@ -66,6 +66,8 @@ def collect(cfg, out: Path) -> dict:
             {t.name: results.load_records(folder, LABEL, on, t.name) for t in tasks if t.kind != "perplexity"},
             {t.name: t.exercises for t in tasks}, cfg.tools)
         extra["beside_paper"] = which_tool.beside_paper(_ours(folder, cols, tasks))
+    if cfg.specialists:
+        extra["specialists"] = specialists.beside_specialists(main["headline"], recorded(cfg), cfg.specialists)
     arrow = _verdict_of(cfg, folder, forced, flags) if (folder / LABEL / forced).is_dir() else {}
     if (folder / LABEL / (dropping := setting.dropping().name)).is_dir():
         extra["empty_dropped"] = {**_verdict_of(cfg, folder, dropping, flags), "against_papers": pooled_row(
@@ -335,6 +337,30 @@ def _which_tool_blocks(rows: Sequence[Mapping] | None, paper: Sequence[Mapping] 
     return blocks
 
 
+def _specialist_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
+    """The one model's tools − disabled beside each specialist's (measures.specialists)."""
+    if not rows:
+        return []
+
+    def gain(v, ci, n):
+        return "–" if v is None else f"{v:+.1f}" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "") + f" (n {n})"
+
+    body = [(r["specialist"], "not committed", "", "", "", "") if r.get("missing") else
+            (r["specialist"], r["task"] + (" (retrievable)" if r["subset"] == "retrievable" else ""),
+             gain(r["specialist_gain"], r["specialist_ci95"], r["specialist_n"]),
+             gain(r["ours_gain"], r["ours_ci95"], r["ours_n"]),
+             "–" if r["difference"] is None else f"{r['difference']:+.1f}" + (
+                 " [{:+.1f}, {:+.1f}]".format(*r["difference_ci95"]) if r["difference_ci95"] else ""),
+             "yes" if r["same_examples"] else "no") for r in rows]
+    return [R.Block("h2", "Against the specialists"),
+            R.Block("p", "Tools − disabled in points [95 % CI] of the model fine-tuned on one tool family (its "
+                         "committed results) and of this one model, per task; the difference's interval adds the "
+                         "two half-widths in quadrature (their records are not committed, so nothing is paired). "
+                         "Below 0: sharing one model cost that specialist's gain."),
+            R.Block("table", header=("specialist", "task", "specialist", "one model", "one − specialist",
+                                     "same examples"), rows=body)]
+
+
 def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Block]:
     blocks = _pilot_blocks(res.get("pilot"))
     blocks += _endpoints_blocks(res.get("endpoints")) + _endpoint_blocks(res.get("endpoint")) + _tries_blocks(res, res["settings"].get("results") or "")
@@ -342,6 +368,7 @@ def report_blocks(res: Mapping, plots: Sequence[tuple[str, str]]) -> list[R.Bloc
     blocks += _probe_blocks(res.get("probe")) + _arrow_blocks(res) + _dropped_blocks(res)
     blocks += [R.Block("img", title, path=name) for title, name in plots]
     blocks += _columns_blocks(res) + _which_tool_blocks(res.get("which_tool"), res.get("beside_paper"))
+    blocks += _specialist_blocks(res.get("specialists"))
     blocks += _base_blocks(res.get("against_base")) + _funnel_blocks(res) + _qa_tool_blocks(res.get("qa_tool"))
     blocks += _annotation_blocks(res) + _training_blocks(res) + _cost_blocks(res)
     blocks += [R.Block("h2", "Deviations from the paper")] + [R.Block("p", "⚠ " + d) for d in res["deviations"]]
