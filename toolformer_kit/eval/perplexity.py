@@ -75,10 +75,21 @@ def summarize_perplexity(per_doc: Sequence[tuple[float, int]], model: str, task:
             "n_tokens": int(n.sum()), "perplexity": ppl, "ci95": (float(lo), float(hi))}
 
 
+def summary_path(out: str | Path, label: str, task: str) -> Path:
+    """Where a run's perplexity summary lies: ``<out>/<label>/perplexity/<task>.json``."""
+    return Path(out) / label / "perplexity" / f"{task}.json"
+
+
+def load_summary(out: str | Path, label: str, task: str) -> dict | None:
+    """A run's perplexity summary (:func:`summarize_perplexity`), or None where it was not measured."""
+    path = summary_path(out, label, task)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def run_perplexity(lm, label: str, task: str, docs: Sequence[Example], out: str | Path,
                    window: int = 1024, stride: int = 512, n_resamples: int = 1000, seed: int = 0) -> dict:
     """Score each document once (resumable: ``<out>/<label>/perplexity/<task>.jsonl``)."""
-    folder = Path(out) / label / "perplexity"
+    folder = summary_path(out, label, task).parent
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{task}.jsonl"
     done = {}
@@ -96,6 +107,6 @@ def run_perplexity(lm, label: str, task: str, docs: Sequence[Example], out: str 
             fh.flush()
             done[doc.id] = (nll, n)
     summary = summarize_perplexity([done[d.id] for d in docs if d.id in done], label, task, n_resamples, seed)
-    (folder / f"{task}.json").write_text(json.dumps(summary, indent=2))
+    summary_path(out, label, task).write_text(json.dumps(summary, indent=2))
     log.info("%s %s: perplexity %.2f over %d tokens", label, task, summary["perplexity"], summary["n_tokens"])
     return summary

@@ -15,6 +15,7 @@ from .. import blocks as R
 from ..calls import find_calls
 from ..annotate.summary import kept_at, kept_table_of
 from ..config import recorded, to_dict
+from ..eval.perplexity import load_summary
 from ..eval.report import _bars
 from ..eval.setting import Setting
 from ..files import read_json, write_atomic
@@ -96,9 +97,9 @@ def _ours(folder: Path, cols: Sequence[Mapping], tasks) -> dict[str, dict]:
     out = {}
     for t in tasks:
         if t.kind == "perplexity":
-            ppl = {k: folder / label / "perplexity" / f"{t.name}.json" for k, label in
+            ppl = {k: load_summary(folder, label, t.name) for k, label in
                    (("base", "base"), ("cc", "cc"), ("disabled", LABEL))}
-            out[t.name] = {k: round(read_json(p)["perplexity"], 2) if p.is_file() else None for k, p in ppl.items()}
+            out[t.name] = {k: round(s["perplexity"], 2) if s else None for k, s in ppl.items()}
             out[t.name]["tools"] = None
         else:
             row = by_task.get(t.name, {})

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..config import ConfigError
+from .which_tool import right_tool_calls
 
 MEASURES = ("gain", "gain@retrievable", "vs_base", "vs_base@retrievable", "right_tool", "ppl_ratio")
 GAINS = ("gain", "vs_base")  # measures read as a paired difference in points (with @retrievable)
@@ -138,24 +139,24 @@ def right_tool_rate(records_by_task: Mapping[str, Sequence[Mapping]], tool_of: M
     >>> right_tool_rate(recs, {"svamp": "Calculator"})
     {'calls': 2, 'right': 1, 'rate': 0.5}
     """
-    calls = [(task, c) for task, recs in records_by_task.items() for r in recs for c in r.get("calls") or []]
-    right = sum(1 for task, c in calls if c.get("tool") == tool_of.get(task))
-    return {"calls": len(calls), "right": right, "rate": right / len(calls) if calls else None}
+    counts = [right_tool_calls(recs, tool_of.get(task, "")) for task, recs in records_by_task.items()]
+    right, calls = sum(r for r, _ in counts), sum(n for _, n in counts)
+    return {"calls": calls, "right": right, "rate": right / calls if calls else None}
 
 
 def ppl_ratio(eval_folder: Path, tasks: Sequence[str], label: str = "toolformer", against: str = "cc") -> dict:
     """Perplexity of ``label`` over ``against``'s, per task and as their token-weighted geometric mean
     (None where either side was not measured)."""
-    import json
     import math
+
+    from ..eval.perplexity import load_summary
 
     per, num, den, tokens = {}, 0.0, 0.0, 0
     for task in tasks:
-        a, b = (eval_folder / x / "perplexity" / f"{task}.json" for x in (label, against))
-        if not (a.is_file() and b.is_file()):
+        pa, pb = (load_summary(eval_folder, x, task) for x in (label, against))
+        if pa is None or pb is None:
             per[task] = None
             continue
-        pa, pb = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
         per[task] = pa["perplexity"] / pb["perplexity"]
         num += math.log(pa["perplexity"]) * pa["n_tokens"]
         den += math.log(pb["perplexity"]) * pa["n_tokens"]

@@ -47,6 +47,17 @@ def _tools_called(record: Mapping) -> set[str]:
     return {c.get("tool") for c in record.get("calls") or [] if c.get("tool")}
 
 
+def right_tool_calls(records: Sequence[Mapping], right: str) -> tuple[int, int]:
+    """(calls naming ``right``, calls opened) over the records: the one count behind the right-tool
+    rate of this table and of a ``right_tool`` endpoint.
+
+    >>> right_tool_calls([{"calls": [{"tool": "QA"}, {"tool": "Calculator"}]}, {"calls": []}], "Calculator")
+    (1, 2)
+    """
+    tools = [c.get("tool") for r in records for c in r.get("calls") or []]
+    return sum(t == right for t in tools), len(tools)
+
+
 def tool_use_row(task: str, records: Sequence[Mapping], right: str, tools: Sequence[str]) -> dict:
     """One task's row: inputs, the share calling each tool and none, the right-tool rate over
     calls, and accuracy by what was called (None where no input falls in the group).
@@ -60,7 +71,7 @@ def tool_use_row(task: str, records: Sequence[Mapping], right: str, tools: Seque
     """
     n = len(records)
     called = [_tools_called(r) for r in records]
-    calls = [c.get("tool") for r in records for c in r.get("calls") or []]
+    right_calls, calls = right_tool_calls(records, right)
 
     def acc(group):
         return round(sum(bool(r["correct"]) for r in group) / len(group), 4) if group else None
@@ -68,8 +79,8 @@ def tool_use_row(task: str, records: Sequence[Mapping], right: str, tools: Seque
     return {"task": task, "n": n, "tool": right,
             "called": {t: round(sum(t in c for c in called) / n, 4) if n else 0.0 for t in tools},
             "none": round(sum(not c for c in called) / n, 4) if n else 0.0,
-            "calls": len(calls),
-            "right_tool_rate": round(sum(t == right for t in calls) / len(calls), 4) if calls else None,
+            "calls": calls,
+            "right_tool_rate": round(right_calls / calls, 4) if calls else None,
             "accuracy_right_tool": acc([r for r, c in zip(records, called) if right in c]),
             "accuracy_other_tool": acc([r for r, c in zip(records, called) if c and right not in c]),
             "accuracy_no_call": acc([r for r, c in zip(records, called) if not c])}

@@ -104,10 +104,11 @@ class LazyLM:
         return [row[0].text.split("\n", 1)[0].strip() for row in rows]
 
     def first_token_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]],
-                             shared: str = "") -> list[list[float]]:
+                             shared: str = "") -> list[list[float]] | None:
         """log p of each option's first token right after its prompt: what the model was choosing
         between there (a reader's answer against "unknown"). One pass over each prompt where the
-        model can (``next_token_logprobs``, ``shared`` run once), else each option scored whole."""
+        model can (``next_token_logprobs``, ``shared`` run once), else each option scored whole;
+        None for a model that only writes (a scripted reader)."""
         if not prompts:
             return []
         lm = self.get()
@@ -117,6 +118,8 @@ class LazyLM:
                 ids = [[lm.encode(o)[0] for o in opts] for opts in options]
                 rows = lm.next_token_logprobs(tails, ids, **({"shared_prefix": head} if head else {}))
                 return [[float(x) for x in row] for row in rows]
+            if not hasattr(lm, "token_logprobs"):
+                return None
             flat = [(p, o) for p, opts in zip(prompts, options) for o in opts]
             scored = iter(lm.token_logprobs([p for p, _ in flat], [o for _, o in flat]))
             return [[float(next(scored)[0]) for _ in opts] for opts in options]

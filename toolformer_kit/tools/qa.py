@@ -324,12 +324,9 @@ def score_margins(readings: Sequence[Reading], prompts: Sequence[str], reader: L
     where the reader chooses between answering and abstaining; a sum over tokens would punish long
     names. One pass over each prompt, the reader's head run once."""
     todo = [(r, p) for r, p in zip(readings, prompts) if r.span]
-    lm = reader.get() if todo else None
-    if not todo or not (hasattr(lm, "next_token_logprobs") or hasattr(lm, "token_logprobs")):
-        return  # a scripted reader that only writes
     rows = reader.first_token_logprobs([p for _, p in todo], [(f" {r.span}", " unknown") for r, _ in todo],
                                        shared=reader_head())
-    for (r, _), (answer, unknown) in zip(todo, rows):
+    for (r, _), (answer, unknown) in zip(todo, rows or []):  # None: a reader that only writes
         r.margin = round(answer - unknown, 3)
 
 
