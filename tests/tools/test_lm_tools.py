@@ -124,6 +124,18 @@ def test_mt_detects_language_and_skips_english():
     assert tool("12345 678") is None  # no words, no language
 
 
+def test_mt_batch_translates_as_one_call_at_a_time_does():
+    texts = ["Die Bibliothek öffnet um neun.", "The library opens at nine.", "Le musée ouvre à dix.", "12345 678"]
+    replies = [" The library opens at nine.\n", " The museum opens at ten.\n"]
+    one = mt_tool(lm=ScriptedLM(*replies))
+    single = [one(t) for t in texts]
+    lm = ScriptedLM(*replies)
+    tool = mt_tool(lm=lm)
+    assert tool.batch_fn is not None and tool.run_many(texts) == single
+    assert single == ["The library opens at nine.", None, "The museum opens at ten.", None]
+    assert len(lm.prompts) == 2  # English and no-language inputs ask the translator nothing
+
+
 def test_mt_echo_is_not_a_translation():
     assert mt_tool(lm=ScriptedLM(" Wunderbar\n"))("Wunderbar") is None
 
@@ -269,3 +281,6 @@ def test_default_mt_translates_hindi_arabic_chinese_and_returns_no_worked_exampl
         out = tool(text)
         assert out and not is_worked_example(out) and detect_language(out)[0] == "en", (text, out)
     assert tool("ᚠᛇᚻ᛫ᛒᛦᚦ᛫ᚠᚱᚩᚠᚢᚱ") is None and tool("xqzv brrrpt klmnq wxyz") is None
+    quotes = ["El reggae es un género musical originado en Jamaica.", "Le musée est fermé le lundi.",
+              "Die Stadt liegt am Rhein.", "The museum is closed."]
+    assert tool.run_many(quotes) == [tool(q) for q in quotes]  # the batch path, as the campaign's engine runs it

@@ -327,6 +327,10 @@ def mt_tool(model: str | None = None, lm: LanguageModel | None = None,
     return Tool(
         name=name,
         fn=lambda text: translate(text, chosen),
+        # a translator that writes many at once (the LM one: the worked examples run once per batch)
+        # answers the engine's pending calls in one generation pass, as the QA reader does
+        batch_fn=(lambda texts: [r["result"] for r in translate_all(texts, chosen)])
+        if hasattr(chosen, "translate_many") else None,
         instruction=INSTRUCTION,
         demonstrations=DEMONSTRATIONS,
         settings=PAPER_CALCULATOR_MT,
