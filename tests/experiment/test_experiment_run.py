@@ -35,7 +35,7 @@ def test_an_unknown_recipe_is_one_line_naming_the_ones_there_are(capsys):
     assert cmd.main(["maths", "--estimate"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: all, math, math-v2, search, search-v2, search-v3"
+    assert err == "error: unknown recipe 'maths' (did you mean 'math'?); available: all, math, math-lora, math-v2, search, search-v2, search-v3"
 
 
 def test_bad_values_in_a_recipe_or_a_flag_are_one_clear_error(tmp_path, capsys):

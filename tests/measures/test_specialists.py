@@ -41,3 +41,15 @@ def test_the_difference_of_two_independent_gains_widens_in_quadrature():
     d, ci = difference((10.0, [7.0, 13.0], 100), (10.0, [6.0, 14.0], 100))
     assert d == 0.0 and ci == [-5.0, 5.0]
     assert difference((None, None, 0), (1.0, [0.0, 2.0], 9)) == (None, None)
+
+
+def test_pooled_rows_are_compared_only_over_the_same_tasks(tmp_path):
+    folder = tmp_path / "math"
+    folder.mkdir()
+    pooled = {"task": "pooled", "pooled": True, "all": cell(0.26, 0.22, 0.30, 896)}
+    (folder / "results.json").write_text(json.dumps({"settings": {"eval_limit": 300, "tasks": ["svamp", "asdiv"]},
+                                                     "headline": [pooled]}))
+    ours = [{"task": "pooled", "pooled": True, "all": cell(0.24, 0.20, 0.28, 896)}]
+    (row,) = beside_specialists(ours, {"eval_limit": 300, "tasks": ["asdiv", "svamp"]}, [str(folder)])
+    assert row["task"] == "pooled" and row["difference"] == pytest.approx(-2.0) and row["same_examples"]
+    assert beside_specialists(ours, {"eval_limit": 300, "tasks": ["svamp", "asdiv", "mawps"]}, [str(folder)]) == []

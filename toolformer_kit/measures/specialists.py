@@ -8,8 +8,8 @@ tools − disabled and the one model's, and their difference. The two gains are 
 estimates, so the difference's interval is the two intervals' half-widths added in quadrature
 (an approximation, wider than a paired one would be where the examples are the same). Where the
 specialist was judged on the retrievable subset only (``eval_subset: retrievable``), the one
-model's retrievable row is the one set beside it. Pooled rows are left out: each pools its own
-recipe's tasks. ``same_examples`` says whether both evaluated
+model's retrievable row is the one set beside it. A pooled row is set beside the other's only
+where both pool the same tasks (the maths recipe's three against a LoRA run of the same recipe). ``same_examples`` says whether both evaluated
 the same hash-ordered sample (the same limit and subset: the sample is a function of both).
 """
 
@@ -49,6 +49,7 @@ def beside_specialists(rows: Sequence[Mapping], settings: Mapping, folders: Sequ
     disabled (points, 95 % interval, pairs) and the difference. ``rows``: the one model's headline
     rows; ``settings``: its recorded settings; ``folders``: the specialists' results folders."""
     ours = {r["task"]: r for r in rows}
+    our_tasks = set(settings.get("tasks") or ())
     out = []
     for folder in folders:
         path = Path(folder) / "results.json"
@@ -60,8 +61,9 @@ def beside_specialists(rows: Sequence[Mapping], settings: Mapping, folders: Sequ
         same = all(res["settings"].get(k) == settings.get(k) for k in ("eval_limit", "eval_subset"))
         for row in res["headline"]:
             mine = ours.get(row["task"])
-            if mine is None or row.get("pooled") or mine.get("pooled"):  # pools of other task sets
-                continue
+            if mine is None or (row.get("pooled") and (not our_tasks
+                                                        or set(res["settings"].get("tasks") or ()) != our_tasks)):
+                continue  # a pool of another task set says nothing about these
             cell = mine.get("retrievable") if subset == "retrievable" else mine["all"]
             a, b = _gain(cell), _gain(row["all"])
             d, ci = difference(a, b)
