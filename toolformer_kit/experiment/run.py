@@ -189,9 +189,10 @@ def _dataset_rows(cfg: ExperimentConfig, name: str) -> list[dict]:
 
 def _annotation_from_dataset(cfg: ExperimentConfig, folder: Path) -> None:
     """The dataset's C* and its annotated windows as this run's annotation; the manifest (written
-    last, the stage's marker) says where they came from."""
+    last, the stage's marker) says where they came from. The windows are the corpus stage's, which
+    wrote them from the same datasets (read, or merged, once)."""
     folder.mkdir(parents=True, exist_ok=True)
-    cstar, docs = _dataset_rows(cfg, "cstar.jsonl"), _dataset_rows(cfg, "documents.jsonl")
+    cstar, docs = _dataset_rows(cfg, "cstar.jsonl"), _rows(folder.parent / "corpus" / "train.jsonl")
     _jsonl(folder / "corpus.jsonl", cstar)
     _jsonl(folder / "documents.jsonl", docs)
     made = {}
