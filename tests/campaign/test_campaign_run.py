@@ -182,3 +182,38 @@ def test_a_bank_that_ends_before_the_target_is_named(tmp_path, small_corpus):
     run(tmp_path, "v1", target_calls=0, max_windows=1)
     with pytest.raises(ConfigError, match="ends before shard 1"):
         run(tmp_path, "v2", target_calls=0, bank=str(tmp_path / "v1"))
+
+
+class InterruptedLM(FakeLM):
+    """Interrupted (Ctrl-C) while sampling its ``at``-th shard."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def sample(self, *a, **kw):
+        if self.calls["sample"] + 1 >= self.at:
+            raise KeyboardInterrupt
+        return super().sample(*a, **kw)
+
+
+def test_an_interrupt_drops_only_the_shard_under_way_and_publishes_the_bank(tmp_path, small_corpus, monkeypatch):
+    s = run(tmp_path, lm=InterruptedLM(at=3), target_calls=0)
+    out = tmp_path / "out"
+    assert s["stopped"] == "interrupt" and not s["complete"] and s["windows_annotated"] == 2
+    assert sorted(p.name for p in (out / "bank").glob("shard-*.jsonl")) == ["shard-00000.jsonl", "shard-00001.jsonl"]
+    assert "stopped by interrupt" in (out / "README.md").read_text()
+    lm = FakeLM()
+    assert run(tmp_path, lm=lm, target_calls=0)["complete"] and lm.calls["sample"] == 2  # resumed at shard 2
+    card = (out / "README.md").read_bytes()
+    read_back = C.banked
+
+    def interrupted(bank, n, shard, own):
+        if n == 2:
+            raise KeyboardInterrupt
+        return read_back(bank, n, shard, own)
+
+    monkeypatch.setattr(C, "banked", interrupted)
+    with pytest.raises(KeyboardInterrupt):  # interrupted before reaching what data/ holds: data/ stays
+        run(tmp_path, target_calls=0)
+    assert (out / "README.md").read_bytes() == card

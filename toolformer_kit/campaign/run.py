@@ -209,52 +209,63 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     prog, annot = Progress(), None
     bar = tqdm(total=len(shards), desc="shards", unit="shard", disable=not cfg.progress)
     stopped = "corpus"
-    for n, shard in enumerate(shards):
-        have = banked(bank, n, shard, own)
-        if have is None:
-            if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
-                stopped = "target"
-                break
-            if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
-                stopped = "time"
-                break
-            old = banked(source, n, shard, False) if source else None
-            if old is not None:
+    try:
+        for n, shard in enumerate(shards):
+            have = banked(bank, n, shard, own)
+            if have is None:
+                if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
+                    stopped = "target"
+                    break
+                if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
+                    stopped = "time"
+                    break
+                old = banked(source, n, shard, False) if source else None
+                if old is not None:
+                    annot = annot or build_annotator(acfg, lm, lm, tools, executor)
+                    start = time.perf_counter()
+                    keep, info = rerun_shard(annot, shard, *old, cfg.rerun_tools)
+                    info["rerun"]["seconds"] = round(time.perf_counter() - start, 2)
+                    bank.write(n, keep, info)
+                    prog.add(n, keep, info)
+                    bar.update(1)
+                    continue
+                if cfg.bank and not source:
+                    raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
+                                      f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
+                                      "--target-calls / --max-windows to what it holds")
                 annot = annot or build_annotator(acfg, lm, lm, tools, executor)
                 start = time.perf_counter()
-                keep, info = rerun_shard(annot, shard, *old, cfg.rerun_tools)
-                info["rerun"]["seconds"] = round(time.perf_counter() - start, 2)
+                cands, stats = annot.run(shard)
+                keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
+                info["tools"] = {t.name: t.version for t in annot.tools}  # a revision may change between sittings
+                info["seconds"] = round(time.perf_counter() - start, 2)
+                info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 bank.write(n, keep, info)
-                prog.add(n, keep, info)
-                bar.update(1)
-                continue
-            if cfg.bank and not source:
-                raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
-                                  f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
-                                  "--target-calls / --max-windows to what it holds")
-            annot = annot or build_annotator(acfg, lm, lm, tools, executor)
-            start = time.perf_counter()
-            cands, stats = annot.run(shard)
-            keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
-            info["tools"] = {t.name: t.version for t in annot.tools}  # a tool's revision may change between sittings
-            info["seconds"] = round(time.perf_counter() - start, 2)
-            info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            bank.write(n, keep, info)
-            have = (keep, info)
-        prog.add(n, *have)
-        bar.update(1)
-        bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+                have = (keep, info)
+            prog.add(n, *have)
+            bar.update(1)
+            bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through the command: the shard under way is not banked
+        stopped = "interrupt"
+        log.warning("interrupted: the shard under way is not banked; publishing what the bank holds "
+                    "(interrupt again to leave data/ as it was)")
     bar.close()
+    if stopped == "interrupt" and _windows(prog) < published_windows(cfg.out):
+        raise KeyboardInterrupt  # interrupted while reading the bank back: data/ already holds more
     calls = prog.merged_calls(cfg.tau_f)
     if stopped == "corpus" and cfg.target_calls and calls >= cfg.target_calls:
         stopped = "target"
     elif stopped == "corpus" and limit < len(docs):
         stopped = "max_windows"
-    check_published(cfg, sum(len(info["windows"]) for _, _, info in prog.shards))  # the bank may hold fewer
+    check_published(cfg, _windows(prog))  # the bank may hold fewer
     rescore = None
     if cfg.merge == "sequential":
         rescore = model_scorer(lm, {t: AnnotationSettings(tau_f=cfg.tau_f) for t in RECIPES[cfg.recipe]})
     return publish(cfg, docs, counts, prog, stopped, rescore)
+
+
+def _windows(prog: Progress) -> int:
+    return sum(len(info["windows"]) for _, _, info in prog.shards)
 
 
 def banked(bank: Bank, n: int, shard: Sequence, own: bool):
