@@ -27,6 +27,7 @@ the machine runs, which each shard records).
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import time
@@ -206,45 +207,12 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     size = max(1, cfg.shard_size)
     shards = [docs[i: min(i + size, limit)] for i in range(0, limit, size)]
     own = bank.dir == Bank(cfg.out).dir
-    prog, annot = Progress(), None
+    prog = Progress()
+    annotator = functools.cache(lambda: build_annotator(acfg, lm, lm, tools, executor))  # built once, when needed
     bar = tqdm(total=len(shards), desc="shards", unit="shard", disable=not cfg.progress)
-    stopped = "corpus"
     try:
-        for n, shard in enumerate(shards):
-            have = banked(bank, n, shard, own)
-            if have is None:
-                if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
-                    stopped = "target"
-                    break
-                if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
-                    stopped = "time"
-                    break
-                old = banked(source, n, shard, False) if source else None
-                if old is not None:
-                    annot = annot or build_annotator(acfg, lm, lm, tools, executor)
-                    start = time.perf_counter()
-                    keep, info = rerun_shard(annot, shard, *old, cfg.rerun_tools)
-                    info["rerun"]["seconds"] = round(time.perf_counter() - start, 2)
-                    bank.write(n, keep, info)
-                    prog.add(n, keep, info)
-                    bar.update(1)
-                    continue
-                if cfg.bank and not source:
-                    raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
-                                      f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
-                                      "--target-calls / --max-windows to what it holds")
-                annot = annot or build_annotator(acfg, lm, lm, tools, executor)
-                start = time.perf_counter()
-                cands, stats = annot.run(shard)
-                keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
-                info["tools"] = {t.name: t.version for t in annot.tools}  # a revision may change between sittings
-                info["seconds"] = round(time.perf_counter() - start, 2)
-                info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-                bank.write(n, keep, info)
-                have = (keep, info)
-            prog.add(n, *have)
-            bar.update(1)
-            bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+        stopped = _bank_shards(cfg, shards, bank, own, prog, bar, t0,
+                               lambda n, shard: _annotate_shard(cfg, n, shard, source, annotator, lm))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through the command: the shard under way is not banked
         stopped = "interrupt"
         log.warning("interrupted: the shard under way is not banked; publishing what the bank holds "
@@ -262,6 +230,48 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     if cfg.merge == "sequential":
         rescore = model_scorer(lm, {t: AnnotationSettings(tau_f=cfg.tau_f) for t in RECIPES[cfg.recipe]})
     return publish(cfg, docs, counts, prog, stopped, rescore)
+
+
+def _bank_shards(cfg: CampaignConfig, shards: Sequence, bank: Bank, own: bool, prog: Progress, bar, t0: float,
+                 annotate) -> str:
+    """Each shard in order: read back where banked, else made by ``annotate(n, shard)`` and banked,
+    until the target, the time limit or the corpus's end; returns which stopped it."""
+    for n, shard in enumerate(shards):
+        have = banked(bank, n, shard, own)
+        if have is None:
+            if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
+                return "target"
+            if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
+                return "time"
+            have = annotate(n, shard)
+            bank.write(n, *have)
+        prog.add(n, *have)
+        bar.update(1)
+        bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+    return "corpus"
+
+
+def _annotate_shard(cfg: CampaignConfig, n: int, shard: Sequence, source: Bank | None, annotator, lm):
+    """Shard ``n``'s (candidates, info): its banked calls re-executed from ``source`` (--rerun-tools),
+    or annotated here."""
+    old = banked(source, n, shard, False) if source else None
+    if old is not None:
+        start = time.perf_counter()
+        keep, info = rerun_shard(annotator(), shard, *old, cfg.rerun_tools)
+        info["rerun"]["seconds"] = round(time.perf_counter() - start, 2)
+        return keep, info
+    if cfg.bank and not source:
+        raise ConfigError(f"the bank of {cfg.bank} ends before shard {n} and --bank annotates nothing; "
+                          f"continue that campaign first (toolformer campaign --out {cfg.bank}), or lower "
+                          "--target-calls / --max-windows to what it holds")
+    annot = annotator()
+    start = time.perf_counter()
+    cands, stats = annot.run(shard)
+    keep, info = bank_record(cands, stats.to_dict(), [d.doc_id for d in shard], _dtype_of(lm))
+    info["tools"] = {t.name: t.version for t in annot.tools}  # a tool's revision may change between sittings
+    info["seconds"] = round(time.perf_counter() - start, 2)
+    info["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return keep, info
 
 
 def _windows(prog: Progress) -> int:
