@@ -357,11 +357,14 @@ def test_a_call_that_found_nothing_is_taken_out_before_the_model_goes_on(use_cac
     assert decoder.engine.batches == [1]
 
 
-def test_a_dropped_call_is_spent_and_no_call_opens_again_where_it_was():
+@pytest.mark.parametrize("merge_call_open", [True, False])
+def test_a_dropped_call_is_spent_and_no_call_opens_again_where_it_was(merge_call_open):
     story = Story(PROMPT, DOC2, ranks={DOC2.index(" 5"): 0, DOC2.index(" 20"): 0}, call="Boom(2 + 3) ->")
-    (res,), _ = decode([story], drop_empty_calls=True, max_calls=1, max_new_tokens=200)
+    lm = FakeLM([story], merge_call_open=merge_call_open)
+    (res,), _ = decode([story], lm=lm, drop_empty_calls=True, max_calls=1, max_new_tokens=200)
     assert res.text == DOC2 and len(res.calls) == 1  # the one call was spent on nothing
-    (res,), _ = decode([story], drop_empty_calls=True, max_calls=2, max_new_tokens=200)
+    lm = FakeLM([story], merge_call_open=merge_call_open)  # " [" as one token, or " " then "["
+    (res,), _ = decode([story], lm=lm, drop_empty_calls=True, max_calls=2, max_new_tokens=200)
     first, second = res.calls  # " [" ranks first at the dropped call's point too: masked there
     assert first.dropped and second.token_position == DOC2.index(" 20")
     assert second.reason == "repeated" and res.text.startswith(DOC2[: DOC2.index(" 20")] + " [Boom(2 + 3) -> ]")

@@ -407,11 +407,11 @@ class RowState:
         """Take the call, from its call-open tokens on, out of the row: the model goes on from the
         token before it, as if the call had never been opened (the decoder feeds that token again
         at its own position, so the cache past it is never attended)."""
-        head = [f for f in self.forced[record.token_position: self.call_start - 1]]
+        head = self.forced[record.token_position: self.call_start - 1]  # " " of a " " + "[" open
         self.answer_tokens -= sum(not f for f in head)  # the open's leading tokens the model wrote itself
         del self.ids[record.token_position:], self.forced[record.token_position:]
         record.dropped = True
-        self.no_open_at = len(self.ids)
+        self.no_open_at = record.token_position + len(head)  # where " [" would complete again
         self.phase = "text"
         self.scan_from = len(self.text())
 
