@@ -285,7 +285,7 @@ class RowState:
     eos: bool = False
     answer_tokens: int = 0  # tokens the model wrote outside calls (the answer budget counts these)
     ran: set = field(default_factory=set)  # (tool, input) of every call run so far: the loop guard
-    no_open_at: Optional[int] = None  # len(ids) where a dropped call was opened: none opens there again
+    no_open_at: Optional[int] = None  # len(ids) where a dropped call's " [" completed: none opens there again
 
     # ------------------------------------------------------------------ queries
     def text(self) -> str:
