@@ -83,3 +83,12 @@ def test_against_the_base_model_with_a_stated_lower_bound_a_non_inferiority_endp
 def test_a_bound_on_a_measure_without_an_interval_is_refused():
     with pytest.raises(ConfigError, match="only a paired measure"):
         parse_endpoint("tool: right_tool svamp >= 80, low > 70")
+
+
+@pytest.mark.parametrize("line", ["math: gain svamp,asdiv,mawps >= 20", "public@r: gain@retrievable webqs,nq >= 8",
+                                  "lama: vs_base lama-trex,lama-squad >= 0, low > -3", "tool: right_tool svamp >= 80",
+                                  "ppl: ppl_ratio wikitext <= 1.05"])
+def test_text_parses_back_to_the_same_endpoint(line):
+    # the report reads a row's kind (paired or not) back from its recorded text: the two must agree
+    e = parse_endpoint(line)
+    assert parse_endpoint(e.text()) == e

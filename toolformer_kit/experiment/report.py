@@ -257,7 +257,7 @@ def _endpoints_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
     def observed(r: Mapping) -> str:
         if r["observed"] is None:
             return r.get("note") or "not measured"
-        if r["measure"].split("@")[0] in endpoints.GAINS:
+        if endpoints.parse_endpoint(r["endpoint"]).paired:
             ci = r["ci95"]
             return f"{r['observed']:+.1f} points" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else "")
         if r["measure"] == "right_tool":
