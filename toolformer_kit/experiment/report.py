@@ -339,7 +339,8 @@ def _which_tool_blocks(rows: Sequence[Mapping] | None, paper: Sequence[Mapping] 
 
 
 def _specialist_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
-    """The one model's tools − disabled beside each specialist's (measures.specialists)."""
+    """This run's tools − disabled beside each committed specialist's (measures.specialists): the one model
+    against the specialists, or a variant (LoRA) against the run it varies."""
     if not rows:
         return []
 
@@ -354,11 +355,12 @@ def _specialist_blocks(rows: Sequence[Mapping] | None) -> list[R.Block]:
                  " [{:+.1f}, {:+.1f}]".format(*r["difference_ci95"]) if r["difference_ci95"] else ""),
              "yes" if r["same_examples"] else "no") for r in rows]
     return [R.Block("h2", "Against the specialists"),
-            R.Block("p", "Tools − disabled in points [95 % CI] of the model fine-tuned on one tool family (its "
-                         "committed results) and of this one model, per task; the difference's interval adds the "
-                         "two half-widths in quadrature (their records are not committed, so nothing is paired). "
-                         "Below 0: sharing one model cost that specialist's gain."),
-            R.Block("table", header=("specialist", "task", "specialist", "one model", "one − specialist",
+            R.Block("p", "Tools − disabled in points [95 % CI] of each committed run this one is set against (a "
+                         "model fine-tuned on one tool family, as results/math) and of this run's model, per task; "
+                         "the difference's interval adds the two half-widths in quadrature (their records are not "
+                         "committed, so nothing is paired). Below 0: this run's model gains less (for the one model "
+                         "over all tools: sharing one model cost that specialist's gain)."),
+            R.Block("table", header=("specialist", "task", "specialist", "this run", "this − specialist",
                                      "same examples"), rows=body)]
 
 
