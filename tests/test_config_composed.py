@@ -82,7 +82,8 @@ def test_a_study_sets_them_for_every_recipe_and_the_cost_study_refuses_a_fixed_c
 def test_settings_added_at_their_default_leave_the_records_as_they_were():
     cfg = load_recipe("math")
     assert set(to_dict(cfg)) - set(recorded(cfg)) == {"call_cost", "backend", "dtype", "base_reference", "endpoints",
-                                                      "which_tool", "eval_drop_empty", "specialists"}
+                                                      "which_tool", "eval_drop_empty", "specialists",
+                                                      "publish_model"}
     assert "dtype" in recorded(ExperimentConfig(name="t", dtype="fp32"))
 
 

@@ -132,7 +132,7 @@ def estimate(cfg, bf16: bool | None = None) -> dict[str, float]:
         evaluate *= BF16_SHARE["evaluate"].get(cfg.model, max(BF16_SHARE["evaluate"].values()))
     return {"models": 5.0, "corpus": 5.0, "annotate": annotate, "train (tools)": train,
             "train (+CC)": train if cfg.references else 0.0, "ceiling": 10.0 * cfg.ceiling, "evaluate": evaluate,
-            "report": 5.0}
+            "report": 5.0, **({"publish": 5.0} if getattr(cfg, "publish_model", "") else {})}
 
 
 def remaining(estimates: Mapping[str, float], done: Mapping[str, float], todo: Sequence[str]) -> float:

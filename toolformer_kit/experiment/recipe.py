@@ -117,6 +117,9 @@ class ExperimentConfig:
     specialists: list[str] = _f([], "committed results folders of specialist models (e.g. results/math) set beside "
                                     "this model's gains, task by task (measures.specialists)", empty_ok=True,
                                 added=True)
+    publish_model: str = _f("", "models/NAME: after the report, the tool-trained LoRA adapter is written there in "
+                                "bf16 with a model card made from results.json, so the model outlives this machine "
+                                "(experiment.publish; needs lora)", added=True)
     pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
                                 "oracle table opens the report (a folder not there yet is reported as not run)")
     qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "
@@ -135,6 +138,9 @@ class ExperimentConfig:
                                                         "every recipe before this setting", added=True)
 
     def __post_init__(self) -> None:
+        if self.publish_model and not self.lora:
+            raise ConfigError(f"publish_model {self.publish_model!r} needs a LoRA run (lora: true): a full "
+                              "fine-tuning's weights (~1.2 GB for Qwen 0.5B) do not belong in the repository")
         if self.train_keep not in ("best", "last"):
             raise ConfigError(f"train_keep must be best or last, not {self.train_keep!r}")
         if self.cstar_texts not in ("with_calls", "all"):

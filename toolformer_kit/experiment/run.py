@@ -36,9 +36,11 @@ from ..pipeline.config import fine_tuning
 from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..train.data import read_texts, split_dev
+from ..train.lora import ADAPTER_DIR
 from ..train.trainer import resume_differs, weights_problem
 from toolformer_kit.measures.ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from toolformer_kit.corpora.sources import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
+from . import publish
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
 from .report import write_results
@@ -387,12 +389,15 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
     steps += [("probe", None, lambda: stage_probe(cfg, out)),
               ("evaluate", None, lambda: stage_eval(cfg, out)),
               ("report", None, lambda: stage_report(cfg, out, command))]
+    if cfg.publish_model:
+        steps.append(("publish", None, lambda: publish.stage_publish(train_folder(out, plain=False) / ADAPTER_DIR,
+                                                                     Path(cfg.results), cfg.publish_model, cfg.model)))
     return steps
 
 
 # Settings that do not change what the evidence says: results written with other values of these
 # are this configuration's.
-NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "replace_results")
+NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "replace_results", "publish_model")
 
 
 def _evidence_settings(settings: dict) -> dict:
