@@ -48,14 +48,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"merged model written to {path}")
         return 0
     if args.publish_adapter:
-        from ..train.lora import publish_adapter
+        from ..train.lora import adapter_mb, publish_adapter
 
         if not (cfg.out and args.model):
             raise ConfigError("--publish-adapter needs --out (e.g. models/NAME) and --model, the embedded base "
                               "it was trained from (e.g. qwen2.5-coder-0.5b)")
         path = publish_adapter(args.publish_adapter, cfg.out, cfg.model)
-        size = sum(f.stat().st_size for f in path.iterdir()) / 2**20
-        print(f"adapter written to {path} ({size:.1f} MB)")
+        print(f"adapter written to {path} ({adapter_mb(path):.1f} MB)")
         return 0
     from ..train.trainer import run_training
 

@@ -8,6 +8,7 @@ the report's own blocks, so it says exactly what the report says about that mode
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Mapping
 
@@ -17,13 +18,6 @@ from ..files import read_json, write_atomic
 from . import report
 
 CARD = "README.md"
-LIMIT_MB = 25.0  # the issue's bound on a model committed in models/
-
-
-def _rel(target: str, model_dir: str) -> str:
-    """``target`` (a repository path) as a link from inside ``model_dir``."""
-    depth = len(Path(model_dir).parts)
-    return "/".join([".."] * depth + [target])
 
 
 def _made_rows(res: Mapping, size_mb: float) -> list[tuple[str, str]]:
@@ -52,7 +46,7 @@ def model_card(res: Mapping, model_dir: str, size_mb: float) -> str:
              f"install: its base is named by its embedded name, and `load_lm` folds the adapter into it.")
     use = R.Block("code", text=f"toolformer generate --model {model_dir} --tools {tools} \"PROMPT\"\n"
                                f"toolformer eval --model {model_dir} --tools {tools} --tasks {','.join(s.get('tasks') or [])}")
-    evidence = f"The evidence behind it: [{results}]({_rel(results + '/report.md', model_dir)})." if results else ""
+    evidence = f"The evidence behind it: [{results}]({os.path.relpath(results + '/report.md', model_dir)})." if results else ""
     blocks = [R.Block("h1", f"{Path(model_dir).name} — {res['recipe']}"), R.Block("p", intro), use,
               R.Block("p", evidence)]
     blocks += report._endpoints_blocks(res.get("endpoints"))
@@ -66,14 +60,8 @@ def model_card(res: Mapping, model_dir: str, size_mb: float) -> str:
 
 def stage_publish(adapter_dir: Path, results_dir: Path, model_dir: str, base_model: str) -> Path:
     """The adapter in ``model_dir`` (bf16) with its card; returns ``model_dir``."""
-    import logging
-
-    from ..train.lora import publish_adapter
+    from ..train.lora import adapter_mb, publish_adapter
 
     out = publish_adapter(adapter_dir, model_dir, base_model)
-    size_mb = sum(f.stat().st_size for f in out.iterdir() if f.name != CARD) / 1e6
-    if size_mb > LIMIT_MB:
-        logging.getLogger(__name__).warning("%s is %.1f MB, over the %.0f MB a published model may take: lower "
-                                            "lora_r", out, size_mb, LIMIT_MB)
-    write_atomic(out / CARD, model_card(read_json(results_dir / "results.json"), model_dir, size_mb))
+    write_atomic(out / CARD, model_card(read_json(results_dir / "results.json"), model_dir, adapter_mb(out)))
     return out

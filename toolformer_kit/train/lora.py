@@ -17,6 +17,8 @@ from ..lm.embedded import resolve_model
 log = logging.getLogger(__name__)
 
 ADAPTER_DIR = "adapter"
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+PUBLISH_LIMIT_BYTES = 25e6  # the bound on a model committed in models/ (issue 42)
 
 
 def default_targets(model) -> list[str]:
@@ -99,4 +101,12 @@ def publish_adapter(adapter_dir: str | Path, out_dir: str | Path, base_model: st
     settings = json.loads(config.read_text(encoding="utf-8")) | {"base_model_name_or_path": base_model}
     (out_dir / config.name).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     log.info("published %s (%s, base %s) to %s", adapter_dir, dtype, base_model, out_dir)
+    if sum((out_dir / name).stat().st_size for name in ADAPTER_FILES) > PUBLISH_LIMIT_BYTES:
+        log.warning("%s is %.1f MB, over the %.0f MB a model committed in models/ may take: lower lora_r", out_dir,
+                    adapter_mb(out_dir), PUBLISH_LIMIT_BYTES / 1e6)
     return out_dir
+
+
+def adapter_mb(folder: str | Path) -> float:
+    """A published adapter's size in MB (2**20 bytes): its own files only, not a card beside them."""
+    return sum((Path(folder) / name).stat().st_size for name in ADAPTER_FILES) / 2**20
