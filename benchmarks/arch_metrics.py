@@ -138,8 +138,19 @@ def measure() -> dict:
         "τf resolvers (functions that fall back to a tool's paper τf)": tau_f,
         "routes from flags or a file to a config": routes,
         "config → config mappings written by hand (a field copied into a keyword)": mappings,
+        "functions both runners define (pipeline.run, experiment.run)": _parallel(trees),
         "modules no test imports": _untested(set(mods)),
     }
+
+
+RUNNERS = ("toolformer_kit.pipeline.run", "toolformer_kit.experiment.run")
+
+
+def _parallel(trees: dict[str, ast.Module]) -> list[str]:
+    """Top-level functions of the same name in both runners: a stage implemented twice (issue 45
+    counted eight); what is left should be each runner's own mapping to a stage config."""
+    names = [{n.name for n in trees[m].body if isinstance(n, ast.FunctionDef)} for m in RUNNERS if m in trees]
+    return sorted(set.intersection(*names)) if len(names) == len(RUNNERS) else []
 
 
 def _config_builders(trees: dict[str, ast.Module], configs: set[str]) -> tuple[list[str], list[str]]:

@@ -263,7 +263,7 @@ def test_the_pipeline_report_opens_with_its_verdict(tmp_path, monkeypatch):
     _write_eval(tmp_path, "svamp", "toolformer", "k10", [True, False, True], True)
     _write_eval(tmp_path, "svamp", "toolformer", "disabled", [False, False, True], False)
     cfg = pipeline.PipelineConfig(out=str(tmp_path), tasks=["svamp"], sampler_model="qwen2.5-coder-0.5b")
-    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path / "eval", {"annotate": 1.0})
+    md, _ = report.write_report(cfg, tmp_path, tmp_path, {}, tmp_path / "eval", {"annotate": 1.0})
     text = md.read_text()
     assert text.index("## Verdict") < text.index("## Deviations from the paper") < text.index("## Settings")
     assert "| svamp | 3 | 66.7 [" in text
@@ -290,7 +290,7 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
     monkeypatch.setattr(R, "stage_train", fake("train", "train-tools/train_summary.json"))
     monkeypatch.setattr(R, "stage_probe", fake("probe", "probe.json"))
     monkeypatch.setattr(R, "stage_eval", fake("eval"))
-    monkeypatch.setattr(R, "stage_report", fake("report"))
+    monkeypatch.setattr(R, "write_results", fake("report"))
     cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3)
     R.run_experiment(cfg)
     assert calls == ["models", "corpus", "annotate", "train", "train-cc", "probe", "eval", "report"]
@@ -323,7 +323,7 @@ def test_finished_stages_are_skipped_and_changed_settings_are_refused(tmp_path, 
 def test_foreign_out_and_other_evidence_are_refused_before_anything_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
     for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_probe", "stage_eval",
-                  "stage_report"):
+                  "write_results"):
         monkeypatch.setattr(R, stage, lambda *a, **k: pytest.fail("a stage ran"))
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -349,7 +349,7 @@ def test_an_unfinished_stage_begun_with_other_settings_is_refused_before_anythin
 
     monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
     for stage in ("stage_models", "stage_corpus", "stage_annotate", "stage_train", "stage_probe", "stage_eval",
-                  "stage_report"):
+                  "write_results"):
         monkeypatch.setattr(R, stage, lambda *a, **k: pytest.fail("a stage ran"))
     out = tmp_path / "run"
     cfg = ExperimentConfig(name="t", out=str(out), results=str(tmp_path / "res"), k=3, train_steps=4)

@@ -50,12 +50,12 @@ def _run_stubbed(cfg, folder, monkeypatch):
     """run_pipeline with every heavy stage replaced; returns the TrainConfigs it would train."""
     trained = []
     monkeypatch.setattr(pipeline, "check_inputs", lambda cfg: None)
-    monkeypatch.setattr(pipeline, "stage_models", lambda cfg: None)
-    monkeypatch.setattr(pipeline, "stage_index", lambda cfg: None)
-    monkeypatch.setattr(pipeline, "stage_annotate", lambda cfg, out: folder)
-    monkeypatch.setattr(pipeline, "stage_eval", lambda *a: folder)
+    monkeypatch.setattr(stages, "pull_models", lambda names: None)
+    monkeypatch.setattr(stages, "prepare_index", lambda tools: None)
+    monkeypatch.setattr(stages, "annotate", lambda acfg, documents: folder)
+    monkeypatch.setattr(pipeline, "evaluate", lambda ecfg: folder)
     monkeypatch.setattr(pipeline, "stage_examples", lambda *a: [])
-    monkeypatch.setattr(pipeline, "stage_report", lambda *a: (folder, folder))
+    monkeypatch.setattr(pipeline.report, "write_report", lambda *a: (folder, folder))
     monkeypatch.setattr(stages, "run_training", trained.append)  # the one stage runner
     pipeline.run_pipeline(cfg)
     return {("+CC" if c.plain_baseline else "tools"): c for c in trained}

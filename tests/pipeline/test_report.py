@@ -41,7 +41,7 @@ def _pipeline_report(tmp_path, monkeypatch, **settings):
         monkeypatch.setattr(report, name, lambda *a: [])
     cstar = settings.pop("cstar", None)
     cfg = pipeline.PipelineConfig(out=str(tmp_path), **settings)
-    md, _ = pipeline.stage_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0}, cstar)
+    md, _ = report.write_report(cfg, tmp_path, tmp_path, {}, tmp_path, {"annotate": 1.0}, cstar)
     return md.read_text(encoding="utf-8")
 
 

@@ -134,8 +134,7 @@ def _jsonl(path: Path, rows) -> None:
 # ---------------------------------------------------------------- stages
 def stage_models(cfg: ExperimentConfig, out: Path) -> None:
     stages.pull_models([cfg.model, cfg.sampler_model])
-    if "WikiSearch" in cfg.tools or cfg.ceiling:
-        stages.prepare_search()
+    stages.prepare_index(cfg.tools, search=cfg.ceiling)  # the ceiling searches the index too
 
 
 def stage_corpus(cfg: ExperimentConfig, out: Path) -> Path:
@@ -354,10 +353,6 @@ def stage_eval(cfg: ExperimentConfig, out: Path, runs: list[tuple[str, str, list
     return Path(ecfg.out)
 
 
-def stage_report(cfg: ExperimentConfig, out: Path, command: str) -> Path:
-    return write_results(cfg, out, command)
-
-
 # ---------------------------------------------------------------- driver
 def _complete(cfg: ExperimentConfig, out: Path) -> dict[str, Callable[[], bool]]:
     """What on disk says each stage is finished (the stage's own marker, written last)."""
@@ -388,7 +383,7 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
         steps.append(("ceiling", None, lambda: stage_ceiling(cfg, out)))
     steps += [("probe", None, lambda: stage_probe(cfg, out)),
               ("evaluate", None, lambda: stage_eval(cfg, out)),
-              ("report", None, lambda: stage_report(cfg, out, command))]
+              ("report", None, lambda: write_results(cfg, out, command))]
     if cfg.publish_model:
         steps.append(("publish", None, lambda: publish.stage_publish(train_folder(out, plain=False) / ADAPTER_DIR,
                                                                      Path(cfg.results), cfg.publish_model, cfg.model)))

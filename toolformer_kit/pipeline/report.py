@@ -12,12 +12,15 @@ from typing import Mapping, Sequence
 from ..annotate import records as R
 from ..annotate.config import PAPER_MODEL_NOTE
 from ..annotate.summary import kept_at, kept_table_of
-from ..blocks import Block, md_table
+from ..blocks import Block, md_table, write
+from ..config import recorded
 from ..eval.report import breakdown_table, comparison_table
 from ..eval.tasks import get_task
 from ..eval.verdict import headline_rows, tools_setting, verdict_blocks
-from ..files import read_json
+from ..files import read_json, read_jsonl
 from ..tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT
+from . import examples, fresh
+from .config import PipelineConfig
 
 
 # A C* smaller than this is a smoke test of the method, not evidence about its effect.
@@ -336,3 +339,31 @@ def eval_blocks(folder: Path) -> list[Block]:
 
 def _fmt(v, digits: int = 2) -> str:
     return "" if v is None or v == "" else f"{float(v):.{digits}f}"
+
+
+def _cstar_size(cstar: Path) -> tuple[int | None, int | None]:
+    """Calls and texts in the C* the tool run trained on, for the verdict's sense of scale."""
+    if not cstar.is_file():
+        return None, None
+    rows = read_jsonl(cstar, f"delete {cstar.parent} to make it again")
+    return sum(len(r.get("calls") or []) for r in rows), len(rows)
+
+
+def write_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
+                 timings: dict, cstar: Path | None = None, picked: list | None = None) -> tuple[Path, Path]:
+    """The pipeline's report in ``out/report.{md,html}``: what the run is and its verdict first, then
+    its worked examples, settings, stage timings, and each stage's own tables."""
+    settings = recorded(cfg)
+    cstar = cstar or annotated / "corpus.jsonl"
+    sources = fresh.provenance(cstar) if cstar.is_file() else {}  # rows without "from" are this run's
+    blocks = about_blocks(settings, sources, committed_results())  # what the run is, first
+    blocks += pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(cstar))
+    blocks += examples.blocks(picked or [], Path(cfg.out) / "train-tools")
+    blocks += deviation_blocks(settings) + [Block("h2", "Settings"),
+              Block("table", header=("setting", "value"), rows=[(k, v) for k, v in settings.items()]),
+              Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
+    blocks += annotation_blocks(annotated)
+    blocks += training_blocks(trained)
+    blocks += task_tool_blocks(cfg.tasks, cfg.tools)
+    blocks += eval_blocks(evaluated)
+    return write(out / "report", blocks)

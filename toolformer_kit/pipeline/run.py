@@ -17,12 +17,11 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.sources import SOURCES, _load_wiki, _sentences
-from ..blocks import Block, write
-from ..config import recorded, stage_config
+from ..config import stage_config
 from ..eval.config import EvalConfig, check_tasks
 from ..eval.run import run_eval
 from ..files import write_atomic
@@ -37,15 +36,6 @@ log = logging.getLogger(__name__)
 
 def _done(path: Path) -> bool:
     return path.exists()
-
-
-def stage_models(cfg: PipelineConfig) -> None:
-    stages.pull_models([cfg.model, cfg.sampler_model])
-
-
-def stage_index(cfg: PipelineConfig) -> None:
-    if "WikiSearch" in cfg.tools or "QA" in cfg.tools:
-        stages.prepare_search()
 
 
 def annotate_config(cfg: PipelineConfig, out: Path) -> AnnotateConfig:
@@ -69,13 +59,17 @@ def _token_counter(model: str):
     return lambda text: len(tok.encode(text, add_special_tokens=False))
 
 
-def stage_annotate(cfg: PipelineConfig, out: Path) -> Path:
-    acfg = annotate_config(cfg, out)
-    if cfg.corpus != "math" or stages.annotation_done(acfg):
-        return stages.annotate(acfg)
-    docs = fresh.fresh_windows(cfg.fresh_windows, cfg.seed, cfg.cstar_datasets, _token_counter(cfg.model))
-    fresh.write_windows(out / FRESH, docs)
-    return stages.annotate(acfg, documents=docs)
+def fresh_documents(cfg: PipelineConfig, out: Path) -> Callable[[], list] | None:
+    """What makes the windows a ``--corpus math`` run annotates (written beside it for the reader),
+    called only when that annotation has yet to finish; None for a corpus the annotation reads."""
+    if cfg.corpus != "math":
+        return None
+
+    def make() -> list:
+        docs = fresh.fresh_windows(cfg.fresh_windows, cfg.seed, cfg.cstar_datasets, _token_counter(cfg.model))
+        fresh.write_windows(out / FRESH, docs)
+        return docs
+    return make
 
 
 def heldout_texts(exclude: set[str], n: int, seed: int) -> list[str]:
@@ -172,10 +166,6 @@ def train_config(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, p
                        dev_with_calls=dev is None and not plain)
 
 
-def stage_train(cfg: PipelineConfig, out: Path, data: Path, dev: Path | None, plain: bool) -> Path:
-    return stages.train(train_config(cfg, out, data, dev, plain))
-
-
 def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None,
                 dev: Path | None) -> EvalConfig:
     """The evaluation the pipeline runs: the tool-trained model under the default settings (the
@@ -188,18 +178,9 @@ def eval_config(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Pat
                         out=str(out / "eval"), heldout=str(dev) if dev else None)
 
 
-def stage_eval(cfg: PipelineConfig, out: Path, tools_model: Path, cc_model: Path | None, dev: Path | None) -> Path:
-    ecfg = eval_config(cfg, out, tools_model, cc_model, dev)
+def evaluate(ecfg: EvalConfig) -> Path:
     run_eval(ecfg)
     return Path(ecfg.out)
-
-
-def _cstar_size(cstar: Path) -> tuple[int | None, int | None]:
-    """Calls and texts in the C* the tool run trained on, for the verdict's sense of scale."""
-    if not cstar.is_file():
-        return None, None
-    rows = _read_jsonl(cstar)
-    return sum(len(r.get("calls") or []) for r in rows), len(rows)
 
 
 def stage_examples(cfg: PipelineConfig, out: Path, evaluated: Path) -> list[dict]:
@@ -207,25 +188,6 @@ def stage_examples(cfg: PipelineConfig, out: Path, evaluated: Path) -> list[dict
     picked = examples.pick(evaluated, cfg.tasks, cfg.examples)
     write_atomic(out / "examples.txt", examples.as_text(picked) + "\n")
     return picked
-
-
-def stage_report(cfg: PipelineConfig, out: Path, annotated: Path, trained: dict, evaluated: Path,
-                 timings: dict, cstar: Path | None = None, picked: list | None = None) -> tuple[Path, Path]:
-    settings = recorded(cfg)
-    cstar = cstar or annotated / "corpus.jsonl"
-    sources = fresh.provenance(cstar) if cstar.is_file() else {}  # rows without "from" are this run's
-    blocks = report.about_blocks(settings, sources, report.committed_results())  # what the run is, first
-    blocks += report.pipeline_verdict(evaluated, cfg.tasks, seed=cfg.seed, cstar=_cstar_size(cstar))
-    blocks += examples.blocks(picked or [], Path(cfg.out) / "train-tools")
-    blocks += report.deviation_blocks(settings) + [Block("h2", "Settings"),
-              Block("table", header=("setting", "value"),
-                           rows=[(k, v) for k, v in settings.items()]),
-              Block("table", header=("stage", "seconds"), rows=[(k, f"{v:.0f}") for k, v in timings.items()])]
-    blocks += report.annotation_blocks(annotated)
-    blocks += report.training_blocks(trained)
-    blocks += report.task_tool_blocks(cfg.tasks, cfg.tools)
-    blocks += report.eval_blocks(evaluated)
-    return write(out / "report", blocks)
 
 
 def check_inputs(cfg: PipelineConfig) -> None:
@@ -282,17 +244,17 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
         log.info("stage %s done in %.0f s; memory now %.1f GB, peak so far %.1f GB", name, timings[name], *memory_gb())
         return result
 
-    timed("models", stage_models, cfg)
-    timed("index", stage_index, cfg)
-    annotated = timed("annotate", stage_annotate, cfg, out)
+    timed("models", stages.pull_models, [cfg.model, cfg.sampler_model])
+    timed("index", stages.prepare_index, cfg.tools)
+    annotated = timed("annotate", stages.annotate, annotate_config(cfg, out), fresh_documents(cfg, out))
     dev = timed("dev texts", stage_dev, cfg, out, annotated)
     data = training_data(cfg, annotated, out)
-    trained = {"tool-trained": timed("train (tools)", stage_train, cfg, out, data["tool-trained"], dev, False)}
+    trained = {"tool-trained": timed("train (tools)", stages.train, train_config(cfg, out, data["tool-trained"], dev, False))}
     if cfg.train_cc:
-        trained["+CC"] = timed("train (+CC)", stage_train, cfg, out, data["+CC"], dev, True)
-    evaluated = timed("evaluate", stage_eval, cfg, out, trained["tool-trained"], trained.get("+CC"), dev)
+        trained["+CC"] = timed("train (+CC)", stages.train, train_config(cfg, out, data["+CC"], dev, True))
+    evaluated = timed("evaluate", evaluate, eval_config(cfg, out, trained["tool-trained"], trained.get("+CC"), dev))
     picked = stage_examples(cfg, out, evaluated)
-    paths = timed("report", stage_report, cfg, out, annotated, trained, evaluated, timings, data["tool-trained"],
-                  picked)
+    paths = timed("report", report.write_report, cfg, out, annotated, trained, evaluated, timings,
+                  data["tool-trained"], picked)
     (out / "timings.json").write_text(json.dumps(timings, indent=1))
     return paths

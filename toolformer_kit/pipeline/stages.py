@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import Runner
@@ -31,11 +31,16 @@ def pull_models(names: Iterable[str]) -> None:
             pull(name)
 
 
-def prepare_search() -> None:
-    """Build WikiSearch's BM25 index before any stage times itself (QA searches it too)."""
-    tool = get_tool("WikiSearch")
-    if tool.prepare:
-        tool.prepare()
+SEARCH_TOOLS = ("WikiSearch", "QA")  # the tools that search the BM25 index WikiSearch builds
+
+
+def prepare_index(tools: Iterable[str], search: bool = False) -> None:
+    """Build WikiSearch's BM25 index, before any stage times itself, when one of ``tools`` searches
+    it (or ``search``: a stage of the caller's own does): the pipeline and every recipe decide it here."""
+    if search or set(tools) & set(SEARCH_TOOLS):
+        tool = get_tool("WikiSearch")
+        if tool.prepare:
+            tool.prepare()
 
 
 def annotation_done(acfg: AnnotateConfig) -> bool:
@@ -53,11 +58,12 @@ def annotation_done(acfg: AnnotateConfig) -> bool:
     return not listed or not Runner(acfg).damaged_outputs()
 
 
-def annotate(acfg: AnnotateConfig, documents=None) -> Path:
+def annotate(acfg: AnnotateConfig, documents: Callable[[], list] | None = None) -> Path:
     """Corpus → C* (§2) into ``acfg.out``; an unfinished run resumes inside the runner.
-    ``documents``: windows to annotate instead of reading ``acfg.corpus``."""
+    ``documents``: makes the windows to annotate instead of reading ``acfg.corpus``, called only
+    when the annotation has yet to finish (a finished one is never re-cut)."""
     if not annotation_done(acfg):
-        Runner(acfg, documents=documents).run()
+        Runner(acfg, documents=documents() if documents else None).run()
     return Path(acfg.out)
 
 
