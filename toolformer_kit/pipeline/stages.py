@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from ..annotate.config import AnnotateConfig
+from ..annotate.hooks import hooks
 from ..annotate.runner import Runner
 from ..eval.config import EvalConfig
 from ..eval.run import evaluate_model
@@ -31,13 +32,11 @@ def pull_models(names: Iterable[str]) -> None:
             pull(name)
 
 
-SEARCH_TOOLS = ("WikiSearch", "QA")  # the tools that search the BM25 index WikiSearch builds
-
-
 def prepare_index(tools: Iterable[str], search: bool = False) -> None:
     """Build WikiSearch's BM25 index, before any stage times itself, when one of ``tools`` searches
-    it (or ``search``: a stage of the caller's own does): the pipeline and every recipe decide it here."""
-    if search or set(tools) & set(SEARCH_TOOLS):
+    it (its :data:`~toolformer_kit.annotate.hooks.HOOKS` entry reads a search corpus: WikiSearch,
+    QA) or ``search`` (a stage of the caller's own does): both runners decide it here."""
+    if search or any(hooks(name).on_corpus for name in tools):
         tool = get_tool("WikiSearch")
         if tool.prepare:
             tool.prepare()
