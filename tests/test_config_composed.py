@@ -83,7 +83,7 @@ def test_settings_added_at_their_default_leave_the_records_as_they_were():
     cfg = load_recipe("math")
     assert set(to_dict(cfg)) - set(recorded(cfg)) == {"call_cost", "backend", "dtype", "base_reference", "endpoints",
                                                       "which_tool", "eval_drop_empty", "specialists",
-                                                      "publish_model"}
+                                                      "publish_model", "bank", "max_minutes"}
     assert "dtype" in recorded(ExperimentConfig(name="t", dtype="fp32"))
 
 

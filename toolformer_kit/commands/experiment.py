@@ -38,11 +38,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"{stage:<14} {clock(seconds)}")
         print(f"{'total':<14} {clock(sum(stages.values()))}")
         return 0
-    from ..experiment.run import run_experiment
+    from ..experiment.run import Stopped, run_experiment
 
     command = command_line(["toolformer", "experiment", args.name, *(["--config", args.config] if args.config else [])],
                            typed_flags(ExperimentConfig, args))
-    folder = run_experiment(cfg, command)
+    try:
+        folder = run_experiment(cfg, command)
+    except Stopped as stop:  # max_minutes, SIGTERM or Ctrl-C: what is finished is kept (and banked)
+        print(stop)
+        return 0
     print(f"evidence: {folder}/report.md (and results.json); run folder: {cfg.out}")
     return 0
 

@@ -120,6 +120,12 @@ class ExperimentConfig:
     publish_model: str = _f("", "models/NAME: after the report, the tool-trained LoRA adapter is written there in "
                                 "bf16 with a model card made from results.json, so the model outlives this machine "
                                 "(experiment.publish; needs lora)", added=True)
+    bank: str = _f("", "a folder in the repository (banks/NAME) that keeps the run's finished parts: the ledger, each "
+                       "fine-tuning run's LoRA adapter and the evaluation's answers, saved after every stage and when "
+                       "the run stops; a run on a fresh machine starts from it (experiment.bank). Commit it to go on "
+                       "elsewhere", added=True)
+    max_minutes: float = _f(0.0, "stop after this many minutes (0 = no limit), between stages or inside one, banking "
+                                 "what is finished (with bank); the same command goes on", min=0.0, added=True)
     pilot_results: str = _f("", "a ceiling pilot's folder (benchmarks/ceiling_pilot.py --out): its closed-book vs "
                                 "oracle table opens the report (a folder not there yet is reported as not run)")
     qa_check_results: str = _f("", "a QA tool check's folder (benchmarks/qa_tool_check.py --out): the QA tool's own "

@@ -10,9 +10,12 @@ instead, since they extend and never contradict what is on disk.
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import json
 import logging
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -40,7 +43,7 @@ from ..train.lora import ADAPTER_DIR
 from ..train.trainer import resume_differs, weights_problem
 from toolformer_kit.measures.ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from toolformer_kit.corpora.sources import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
-from . import publish
+from . import bank as banked, publish
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
 from .report import write_results
@@ -392,7 +395,7 @@ def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str 
 
 # Settings that do not change what the evidence says: results written with other values of these
 # are this configuration's.
-NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "replace_results", "publish_model")
+NOT_EVIDENCE = ("out", "results", "threads", "data_dir", "replace_results", "publish_model", "bank", "max_minutes")
 
 
 def _evidence_settings(settings: dict) -> dict:
@@ -456,16 +459,21 @@ def check_finished(cfg: ExperimentConfig, out: Path, complete) -> None:
             raise ConfigError(f"{folder} is damaged: {problem} (cut off or edited?); {fix}")
 
 
-def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
-    """Every refusal that can be decided from disk, before anything is written: an --out that no
-    experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
-    nothing to say which), an unfinished one begun with other settings, and --results that another
-    configuration wrote."""
+def check_out(out: Path) -> None:
+    """``--out`` is a folder an experiment wrote, or new: nothing is written into another one."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; pass a folder (it is created if missing)")
     if out.is_dir() and any(out.iterdir()) and not ((out / STAGES_FILE).is_file() or (out / "experiment.json").is_file()):
         raise ConfigError(f"--out {out} holds files that no experiment wrote (no {STAGES_FILE}, no experiment.json); "
                           "refusing to write into it: pass a new folder for --out")
+
+
+def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete) -> None:
+    """Every refusal that can be decided from disk, before anything is written: an --out that no
+    experiment wrote, a finished stage made with other settings (or with a deleted stages.json,
+    nothing to say which), an unfinished one begun with other settings, and --results that another
+    configuration wrote."""
+    check_out(out)
     if not ledger.data and any(guard and complete[name]() for name, guard, _ in steps):
         _rebuild_ledger(out, steps, ledger, complete)
     for name, guard, _ in steps:
@@ -519,11 +527,51 @@ def check_tools(names) -> None:
         get_tool(name)
 
 
+class Stopped(Exception):
+    """The run stopped at ``max_minutes`` (or was interrupted) with its finished parts banked."""
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+class Deadline:
+    """``max_minutes`` as an interrupt of the main thread (inside a stage too: an evaluation takes
+    hours), and SIGTERM as one, so that the run's ``finally`` can bank what is finished."""
+
+    def __init__(self, minutes: float):
+        self.minutes, self.fired, self._timer, self._term = minutes, False, None, None
+
+    def _fire(self) -> None:
+        self.fired = True
+        _thread.interrupt_main()
+
+    def __enter__(self) -> "Deadline":
+        if self.minutes:
+            self._timer = threading.Timer(60 * self.minutes, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+        if threading.current_thread() is threading.main_thread():
+            self._term = signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer:
+            self._timer.cancel()
+        if self._term is not None:
+            signal.signal(signal.SIGTERM, self._term)
+
+
 def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
-    """Every stage of the recipe in order; returns the results folder."""
+    """Every stage of the recipe in order; returns the results folder. With ``bank``, the run
+    starts from the bank's finished parts and banks its own after each stage and when it stops;
+    ``max_minutes`` (or SIGTERM, or Ctrl-C) stops it with :class:`Stopped`."""
     check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
     check_tools(cfg.tools)
     out = Path(cfg.out)
+    check_out(out)
+    if cfg.bank:
+        banked.restore(out, Path(cfg.bank), cfg.model)
     ledger, complete = Ledger(out), _complete(cfg, out)
     steps = plan(cfg, out, command)
     preflight(cfg, out, steps, ledger, complete)
@@ -531,17 +579,36 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     write_atomic(out / "experiment.json", json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
     set_threads(cfg.threads)
     progress = Progress(estimate(cfg), [name for name, _, _ in steps])
-    for name, guard, fn in steps:
-        settings = stage_settings(cfg, guard) if guard else None
-        if guard and ledger.check(name, settings, complete[name]()):
-            progress.skip(name)
-            continue
-        progress.start(name)
-        answered = eval_records(out) if name == "evaluate" else 0  # reads every examples.jsonl: only here
-        t0 = time.perf_counter()
-        fn()
-        seconds = time.perf_counter() - t0
-        after = eval_records(out) if name == "evaluate" else 0
-        ledger.record(name, settings, seconds, _mode(name, guard, answered, after))
-        progress.finish(name, seconds)
+    name = steps[0][0]
+    with Deadline(cfg.max_minutes) as deadline:
+        try:
+            for name, guard, fn in steps:
+                _run_step(cfg, out, ledger, complete, progress, name, guard, fn)
+                _bank(cfg, out)
+        except KeyboardInterrupt:
+            _bank(cfg, out)
+            why = f"{cfg.max_minutes:g} minutes passed" if deadline.fired else "interrupted"
+            kept = f"banked {banked.describe(Path(cfg.bank))}; commit it, then" if cfg.bank else "the run folder keeps it;"
+            raise Stopped(f"stopped in stage {name} ({why}): {kept} run the same command to go on") from None
     return Path(cfg.results)
+
+
+def _bank(cfg: ExperimentConfig, out: Path) -> None:
+    if cfg.bank:
+        banked.save(out, Path(cfg.bank))
+
+
+def _run_step(cfg, out: Path, ledger: Ledger, complete, progress: Progress, name: str, guard, fn) -> None:
+    """One stage: skipped when finished with these settings, else run and recorded in the ledger."""
+    settings = stage_settings(cfg, guard) if guard else None
+    if guard and ledger.check(name, settings, complete[name]()):
+        progress.skip(name)
+        return
+    progress.start(name)
+    answered = eval_records(out) if name == "evaluate" else 0  # reads every examples.jsonl: only here
+    t0 = time.perf_counter()
+    fn()
+    seconds = time.perf_counter() - t0
+    after = eval_records(out) if name == "evaluate" else 0
+    ledger.record(name, settings, seconds, _mode(name, guard, answered, after))
+    progress.finish(name, seconds)

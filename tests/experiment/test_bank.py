@@ -1,0 +1,173 @@
+"""experiment.bank: a recipe run's finished parts banked in the repository and restored on a fresh
+machine; run_experiment's max_minutes stops inside a stage and banks what is finished."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from toolformer_kit.experiment import bank as B
+from toolformer_kit.experiment import run as R
+from toolformer_kit.experiment.recipe import ExperimentConfig
+
+ANSWERS = "eval/toolformer/k10/svamp/examples.jsonl"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _run_folder(out: Path) -> None:
+    """A run folder as a LoRA recipe leaves it: ledger, a finished LoRA run, a full fine-tuning
+    run, an evaluation still appending (its last line cut), and what the bank never keeps."""
+    _write(out / "stages.json", json.dumps({"train (tools)": {"settings": {"k": 1}}}))
+    _write(out / "experiment.json", "{}")
+    _write(out / "train-tools/adapter/adapter_model.safetensors", "weights")
+    _write(out / "train-tools/adapter/adapter_config.json", "{}")
+    _write(out / "train-tools/train_summary.json", '{"steps": 4}')
+    _write(out / "train-tools/train_run.json", "{}")
+    _write(out / "train-tools/model.safetensors", "merged: made again")
+    _write(out / "train-tools/checkpoints/checkpoint-2/optimizer.pt", "moments")
+    _write(out / "train-cc/train_summary.json", "{}")  # full fine-tuning: ~1.2 GB of weights, not banked
+    _write(out / "train-cc/model.safetensors", "full weights")
+    _write(out / ANSWERS, '{"id": 1}\n{"id": 2}\n{"id": 3, "cut')
+    _write(out / "eval/toolformer/k10/svamp/run.json", "{}")
+    _write(out / "eval/base/perplexity/wikitext2.jsonl", '{"id": "a"}\n')
+    _write(out / "corpus/train.jsonl", "made again from the datasets\n")
+
+
+def test_the_bank_keeps_the_small_finished_parts_and_whole_lines_only(tmp_path):
+    out, bank = tmp_path / "run", tmp_path / "bank"
+    _run_folder(out)
+    assert B.save(out, bank) == 9
+    kept = sorted(str(p.relative_to(bank)) for p in bank.rglob("*") if p.is_file())
+    assert kept == sorted(["stages.json", "experiment.json", "train-tools/adapter/adapter_config.json",
+                           "train-tools/adapter/adapter_model.safetensors", "train-tools/train_summary.json",
+                           "train-tools/train_run.json", ANSWERS, "eval/toolformer/k10/svamp/run.json",
+                           "eval/base/perplexity/wikitext2.jsonl"])
+    assert (bank / ANSWERS).read_text() == '{"id": 1}\n{"id": 2}\n'  # the line being written waits
+    assert B.save(out, bank) == 0  # nothing changed, nothing rewritten
+    assert "fine-tuned train-tools; 2 answers" in B.describe(bank)
+
+
+def test_a_fresh_machine_is_restored_with_the_marker_last_and_nothing_there_overwritten(tmp_path):
+    out, bank, fresh = tmp_path / "run", tmp_path / "bank", tmp_path / "fresh"
+    _run_folder(out)
+    B.save(out, bank)
+    _write(fresh / ANSWERS, '{"id": 1}\n{"id": 2}\n{"id": 3}\n')  # further on than the bank
+    merged = []
+
+    def merge(adapter, dst, base):
+        assert not (dst / "train_summary.json").exists()  # the "trained" marker comes after the weights
+        merged.append((adapter, dst, base))
+        (dst / "model.safetensors").write_text("merged")
+
+    restored = B.restore(fresh, bank, "qwen2.5-coder-0.5b", merge=merge)
+    assert merged == [(fresh / "train-tools/adapter", fresh / "train-tools", "qwen2.5-coder-0.5b")]
+    assert "train-tools" in restored and "train-cc" not in restored
+    assert (fresh / "train-tools/train_summary.json").read_text() == '{"steps": 4}'
+    assert (fresh / ANSWERS).read_text().count("\n") == 3  # kept, not replaced by the bank's shorter one
+    assert json.loads((fresh / "stages.json").read_text()) == {"train (tools)": {"settings": {"k": 1}}}
+    assert B.restore(fresh, bank, "m", merge=merge) == [] and len(merged) == 1  # once restored, left alone
+
+
+def _stub(monkeypatch, calls: list) -> None:
+    """The recipe's stages as fakes that write their markers; evaluation answers until stopped."""
+    def stage(name, marker=None):
+        def run(cfg, out, *rest, **kw):
+            calls.append(name + ("-cc" if kw.get("plain") else ""))
+            if marker:
+                _write(out / (marker.replace("train-tools", "train-cc") if kw.get("plain") else marker), "{}")
+                if name == "train" and not kw.get("plain"):
+                    _write(out / "train-tools/adapter/adapter_config.json", "{}")
+        return run
+
+    def evaluate(cfg, out, *rest, **kw):
+        calls.append("eval")
+        path = out / ANSWERS
+        path.parent.mkdir(parents=True, exist_ok=True)
+        answered = path.read_text().count("\n") if path.is_file() else 0
+        for i in range(answered, 10 ** 6):  # resumes after the answers there, like the harness
+            with path.open("a") as f:
+                f.write(json.dumps({"id": i}) + "\n")
+            time.sleep(0.01)
+
+    monkeypatch.setattr(R, "check_tasks", lambda cfg: None)
+    monkeypatch.setattr(R, "stage_models", stage("models"))
+    monkeypatch.setattr(R, "stage_corpus", stage("corpus", "corpus/train.jsonl"))
+    monkeypatch.setattr(R, "stage_annotate", stage("annotate", "annotate/manifest.json"))
+    monkeypatch.setattr(R, "stage_train", stage("train", "train-tools/train_summary.json"))
+    monkeypatch.setattr(R, "stage_probe", stage("probe"))
+    monkeypatch.setattr(R, "stage_eval", evaluate)
+    monkeypatch.setattr(B, "merge_in_dtype", lambda adapter, dst, base: calls.append("merge"))
+
+
+def test_max_minutes_stops_inside_a_stage_banks_it_and_a_fresh_machine_goes_on(tmp_path, monkeypatch):
+    calls: list = []
+    _stub(monkeypatch, calls)
+    bank = tmp_path / "banks" / "t"
+    cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3, lora=True,
+                           references=False, bank=str(bank), max_minutes=0.01)
+    with pytest.raises(R.Stopped, match=r"stopped in stage evaluate \(0.01 minutes passed\): banked .*"
+                                        r"fine-tuned train-tools; \d+ answers; commit it"):
+        R.run_experiment(cfg)
+    assert calls == ["models", "corpus", "annotate", "train", "probe", "eval"]
+    first = (bank / ANSWERS).read_text().count("\n")
+    assert first > 0 and json.loads((bank / "stages.json").read_text())["train (tools)"]["settings"]["lora"]
+
+    calls.clear()  # a fresh machine: nothing but the bank
+    again = ExperimentConfig(**{**vars(cfg), "out": str(tmp_path / "elsewhere")})
+    with pytest.raises(R.Stopped):
+        R.run_experiment(again)
+    assert calls == ["merge", "models", "corpus", "annotate", "probe", "eval"]  # not trained again
+    assert (bank / ANSWERS).read_text().count("\n") > first
+    ids = [json.loads(line)["id"] for line in (bank / ANSWERS).read_text().splitlines()]
+    assert ids == list(range(len(ids)))  # went on from the banked answers, none twice
+
+
+def test_a_bank_with_other_training_settings_is_refused(tmp_path, monkeypatch):
+    calls: list = []
+    _stub(monkeypatch, calls)
+    bank = tmp_path / "bank"
+    cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3, lora=True,
+                           references=False, bank=str(bank), max_minutes=0.005)
+    with pytest.raises(R.Stopped):
+        R.run_experiment(cfg)
+    other = ExperimentConfig(**{**vars(cfg), "out": str(tmp_path / "b"), "train_steps": 99})
+    with pytest.raises(R.ConfigError, match=r"train \(tools\) was made with other settings \(train_steps: 40 → 99\)"):
+        R.run_experiment(other)
+
+
+def test_the_bank_changes_no_evidence():
+    assert {"bank", "max_minutes"} <= set(R.NOT_EVIDENCE)
+
+
+@pytest.mark.real_model
+def test_a_restored_adapter_merges_into_the_weights_the_trainer_wrote(tmp_path):
+    """The trainer folds the adapter in memory; the bank folds the saved one into a freshly loaded
+    base: the two merged models must be the same weights."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from toolformer_kit.lm.embedded import resolve_model
+    from toolformer_kit.train.lora import merge
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(resolve_model("smollm2-135m"), dtype=torch.float32)
+    peft = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    for name, p in peft.named_parameters():
+        if "lora_B" in name:
+            p.data.normal_(0, 0.02)  # a trained adapter: B is no longer zero
+    peft.save_pretrained(tmp_path / "run" / "adapter")
+    merge(peft).save_pretrained(tmp_path / "trainer")
+    B.merge_in_dtype(tmp_path / "run" / "adapter", tmp_path / "run", "smollm2-135m")
+    ours, theirs = load_file(str(tmp_path / "run" / "model.safetensors")), load_file(
+        str(tmp_path / "trainer" / "model.safetensors"))
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)

@@ -1,0 +1,151 @@
+"""A recipe run's finished parts kept in the repository (``bank: DIR``), so that a run longer than
+one sitting goes on, on a fresh machine, with the same command.
+
+Why: the run folder (``runs/NAME``) holds gigabytes (merged weights, checkpoints, the corpus) and is
+lost with its machine; the one-model recipe needs ~8 hours of CPU. What cannot be made again
+quickly and deterministically is small: each fine-tuning run's LoRA adapter (~35 MB in fp32 for
+Qwen 0.5B at r 16) and the evaluation's answers, one JSONL per model, setting and task. The bank
+holds those and the ledger that says what made them; the corpus and the annotation (read from
+published datasets), the ceiling and the report are made again.
+
+Layout of the bank (the run folder's own paths)::
+
+    stages.json, experiment.json, probe.json        the ledger, the run's settings, the call probe
+    train-tools/, train-cc/                           adapter/, train_run.json, README.md,
+                                                      train_summary.json (the "trained" marker)
+    eval/<model>/<setting>/<task>/examples.jsonl      the answers (and run.json beside them)
+    eval/<model>/perplexity/<task>.jsonl              scored documents
+
+:func:`restore` fills a run folder from the bank (a file already there is kept: it is at least
+as far on); a fine-tuning run is restored by merging its adapter into its base again, with its
+marker written last. :func:`save` copies what the run folder has finished into the bank (JSONL
+cut to whole lines: the evaluation appends while it runs). Committing the bank is the user's step,
+as for a campaign's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..train.lora import ADAPTER_DIR, merge_adapter_folder
+from ..train.trainer import RUN_FILE, SUMMARY
+
+log = logging.getLogger(__name__)
+
+LEDGER = ("stages.json", "experiment.json", "probe.json")
+TRAIN_RUNS = ("train-tools", "train-cc")
+TRAIN_FILES = (RUN_FILE, "README.md")  # and adapter/, then SUMMARY last
+EVAL = ("eval/*/*/*/examples.jsonl", "eval/*/*/*/run.json", "eval/*/perplexity/*.jsonl")
+
+
+def bankable(out: Path) -> list[Path]:
+    """The files of run folder ``out`` that the bank keeps, relative to ``out``; a fine-tuning run's
+    only once it is finished and only with an adapter (a full fine-tuning's weights are ~1.2 GB)."""
+    out = Path(out)
+    files = [Path(n) for n in LEDGER if (out / n).is_file()]
+    for run in TRAIN_RUNS:
+        folder = out / run
+        if not (folder / SUMMARY).is_file():
+            continue
+        if not (folder / ADAPTER_DIR).is_dir():
+            log.warning("%s is a full fine-tuning run: its weights are not banked (set lora: true)", folder)
+            continue
+        files += [p.relative_to(out) for p in sorted((folder / ADAPTER_DIR).rglob("*")) if p.is_file()]
+        files += [Path(run) / n for n in TRAIN_FILES if (folder / n).is_file()] + [Path(run) / SUMMARY]
+    for pattern in EVAL:
+        files += [p.relative_to(out) for p in sorted(out.glob(pattern))]
+    return files
+
+
+def _content(path: Path) -> bytes:
+    """A file as the bank keeps it: a JSONL up to its last whole line."""
+    data = path.read_bytes()
+    return data[: data.rfind(b"\n") + 1] if path.suffix == ".jsonl" else data
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Whole or not at all: a bank cut mid-copy holds the file as it was."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def save(out: Path, bank: Path) -> int:
+    """Copy what ``out`` has finished into ``bank``; returns how many files changed there. A
+    fine-tuning run's marker is written after its adapter, so a bank cut mid-copy never holds a
+    marker without its weights."""
+    changed = 0
+    for rel in bankable(out):
+        data, target = _content(Path(out) / rel), Path(bank) / rel
+        if target.is_file() and target.read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_bytes(target, data)
+        changed += 1
+    if changed:
+        log.info("banked %d changed files of %s in %s", changed, out, bank)
+    return changed
+
+
+def restore(out: Path, bank: Path, base_model: str,
+            merge: Callable[[Path, Path, str], object] | None = None) -> list[str]:
+    """Fill run folder ``out`` from ``bank``: every banked file ``out`` lacks, and each banked
+    fine-tuning run that ``out`` has not finished, merged into ``base_model`` again (``merge``:
+    :func:`merge_in_dtype`, replaced in tests). Returns what was restored, for the log."""
+    out, bank = Path(out), Path(bank)
+    if not bank.is_dir():
+        return []
+    restored = [n for n in _copy_missing(bank, out, [Path(n) for n in LEDGER])]
+    for run in TRAIN_RUNS:
+        src, dst = bank / run, out / run
+        if (src / SUMMARY).is_file() and not (dst / SUMMARY).is_file():
+            shutil.rmtree(dst, ignore_errors=True)  # an unfinished run there: the banked one is finished
+            shutil.copytree(src / ADAPTER_DIR, dst / ADAPTER_DIR)
+            for name in TRAIN_FILES:
+                if (src / name).is_file():
+                    shutil.copy2(src / name, dst / name)
+            (merge or merge_in_dtype)(dst / ADAPTER_DIR, dst, base_model)
+            shutil.copy2(src / SUMMARY, dst / SUMMARY)  # the marker, last
+            restored.append(run)
+    evaluated = [p.relative_to(bank) for pattern in EVAL for p in sorted(bank.glob(pattern))]
+    restored += _copy_missing(bank, out, evaluated)
+    if restored:
+        log.info("restored from %s: %s", bank, ", ".join(restored[:6]) + (" …" if len(restored) > 6 else ""))
+    return restored
+
+
+def _copy_missing(bank: Path, out: Path, rels: Iterable[Path]) -> list[str]:
+    done = []
+    for rel in rels:
+        if (bank / rel).is_file() and not (out / rel).exists():
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(bank / rel, out / rel)
+            done.append(str(rel))
+    return done
+
+
+def merge_in_dtype(adapter: Path, out: Path, base_model: str) -> Path:
+    """The adapter folded into its base in the adapter's own dtype (a bf16 run's weights stay bf16,
+    as the trainer saved them), the merged model written into ``out``."""
+    import torch  # lazy: heavy
+    from safetensors import safe_open
+
+    with safe_open(str(adapter / "adapter_model.safetensors"), framework="pt") as f:
+        dtype = f.get_slice(next(iter(f.keys()))).get_dtype()
+    torch_dtype = {"BF16": torch.bfloat16, "F16": torch.float16}.get(dtype, torch.float32)
+    return merge_adapter_folder(adapter, out, base_model, dtype=torch_dtype)
+
+
+def describe(bank: Path) -> str:
+    """One line: what the bank holds (for the log and the stop message)."""
+    bank = Path(bank)
+    trained = [r for r in TRAIN_RUNS if (bank / r / SUMMARY).is_file()]
+    answers = sum(sum(1 for _ in p.open("rb")) for p in bank.glob(EVAL[0]))
+    stages = json.loads((bank / "stages.json").read_text("utf-8")) if (bank / "stages.json").is_file() else {}
+    return (f"{bank}: stages {', '.join(stages) or 'none'}; fine-tuned {', '.join(trained) or 'none'}; "
+            f"{answers} answers")
