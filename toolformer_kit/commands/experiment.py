@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         folder = run_experiment(cfg, command)
     except Stopped as stop:  # max_minutes, SIGTERM or Ctrl-C: what is finished is kept (and banked)
         print(stop)
-        return 0
+        return 0 if stop.on_time else 130  # as a campaign: a time limit is a normal end
     print(f"evidence: {folder}/report.md (and results.json); run folder: {cfg.out}")
     return 0
 

@@ -528,7 +528,11 @@ def check_tools(names) -> None:
 
 
 class Stopped(Exception):
-    """The run stopped at ``max_minutes`` (or was interrupted) with its finished parts banked."""
+    """The run stopped at ``max_minutes`` (``on_time``) or was interrupted, its finished parts kept."""
+
+    def __init__(self, message: str, on_time: bool):
+        super().__init__(message)
+        self.on_time = on_time
 
 
 def _interrupt(signum, frame) -> None:
@@ -589,7 +593,8 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
             _bank(cfg, out)
             why = f"{cfg.max_minutes:g} minutes passed" if deadline.fired else "interrupted"
             kept = f"banked {banked.describe(Path(cfg.bank))}; commit it, then" if cfg.bank else "the run folder keeps it;"
-            raise Stopped(f"stopped in stage {name} ({why}): {kept} run the same command to go on") from None
+            raise Stopped(f"stopped in stage {name} ({why}): {kept} run the same command to go on",
+                          deadline.fired) from None
     return Path(cfg.results)
 
 
