@@ -171,3 +171,18 @@ def test_a_restored_adapter_merges_into_the_weights_the_trainer_wrote(tmp_path):
         str(tmp_path / "trainer" / "model.safetensors"))
     assert ours.keys() == theirs.keys()
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+def test_the_bank_is_refreshed_while_a_long_stage_runs(tmp_path, monkeypatch):
+    calls: list = []
+    _stub(monkeypatch, calls)
+    monkeypatch.setattr(R, "BANK_EVERY_S", 0.05)
+    seen = []
+    save = B.save
+    monkeypatch.setattr(B, "save", lambda out, bank: seen.append(R.eval_records(out)) or save(out, bank))
+    cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3, lora=True,
+                           references=False, bank=str(tmp_path / "bank"), max_minutes=0.01)
+    with pytest.raises(R.Stopped):
+        R.run_experiment(cfg)
+    during = [n for n in seen if n > 0]
+    assert len(during) >= 3  # saves while the evaluation ran, not only after each stage and at the stop

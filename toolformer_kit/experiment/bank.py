@@ -19,7 +19,8 @@ Layout of the bank (the run folder's own paths)::
 :func:`restore` fills a run folder from the bank (a file already there is kept: it is at least
 as far on); a fine-tuning run is restored by merging its adapter into its base again, with its
 marker written last. :func:`save` copies what the run folder has finished into the bank (JSONL
-cut to whole lines: the evaluation appends while it runs). Committing the bank is the user's step,
+cut to whole lines: the evaluation appends while it runs); the runner calls it after each stage,
+every ten minutes inside one, and when the run stops. Committing the bank is the user's step,
 as for a campaign's.
 """
 

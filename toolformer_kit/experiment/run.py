@@ -584,7 +584,7 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     set_threads(cfg.threads)
     progress = Progress(estimate(cfg), [name for name, _, _ in steps])
     name = steps[0][0]
-    with Deadline(cfg.max_minutes) as deadline:
+    with Deadline(cfg.max_minutes) as deadline, Refresh(cfg, out):
         try:
             for name, guard, fn in steps:
                 _run_step(cfg, out, ledger, complete, progress, name, guard, fn)
@@ -598,9 +598,38 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     return Path(cfg.results)
 
 
+_BANK_LOCK = threading.Lock()
+BANK_EVERY_S = 600  # inside a long stage (an evaluation takes hours), the bank is refreshed this often
+
+
 def _bank(cfg: ExperimentConfig, out: Path) -> None:
     if cfg.bank:
-        banked.save(out, Path(cfg.bank))
+        with _BANK_LOCK:
+            banked.save(out, Path(cfg.bank))
+
+
+class Refresh:
+    """Saves the bank every :data:`BANK_EVERY_S` while a stage runs, so a machine lost without a
+    signal (a sitting cut off) loses at most that much of a stage's answers on disk."""
+
+    def __init__(self, cfg: ExperimentConfig, out: Path, every: float | None = None):
+        self.cfg, self.out, self.every, self._stop = cfg, out, every or BANK_EVERY_S, threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                _bank(self.cfg, self.out)
+            except OSError as exc:  # a refresh that fails leaves the last one; the stage goes on
+                log.warning("could not refresh the bank: %s", exc)
+
+    def __enter__(self) -> "Refresh":
+        if self.cfg.bank:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
 
 
 def _run_step(cfg, out: Path, ledger: Ledger, complete, progress: Progress, name: str, guard, fn) -> None:
