@@ -176,7 +176,7 @@ def test_a_restored_adapter_merges_into_the_weights_the_trainer_wrote(tmp_path):
 def test_the_bank_is_refreshed_while_a_long_stage_runs(tmp_path, monkeypatch):
     calls: list = []
     _stub(monkeypatch, calls)
-    monkeypatch.setattr(R, "BANK_EVERY_S", 0.05)
+    monkeypatch.setattr(B, "BANK_EVERY_S", 0.05)
     seen = []
     save = B.save
     monkeypatch.setattr(B, "save", lambda out, bank: seen.append(R.eval_records(out)) or save(out, bank))

@@ -26,10 +26,13 @@ as for a campaign's.
 
 from __future__ import annotations
 
+import _thread
 import json
 import logging
 import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -150,3 +153,77 @@ def describe(bank: Path) -> str:
     stages = json.loads((bank / "stages.json").read_text("utf-8")) if (bank / "stages.json").is_file() else {}
     return (f"{bank}: stages {', '.join(stages) or 'none'}; fine-tuned {', '.join(trained) or 'none'}; "
             f"{answers} answers")
+
+
+# ---------------------------------------------------------------- stopping and refreshing a long run
+class Stopped(Exception):
+    """The run stopped at ``max_minutes`` (``on_time``) or was interrupted, its finished parts kept."""
+
+    def __init__(self, message: str, on_time: bool):
+        super().__init__(message)
+        self.on_time = on_time
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+class Deadline:
+    """``max_minutes`` as an interrupt of the main thread (inside a stage too: an evaluation takes
+    hours), and SIGTERM as one, so that the runner can bank what is finished before it stops."""
+
+    def __init__(self, minutes: float):
+        self.minutes, self.fired, self._timer, self._term = minutes, False, None, None
+
+    def _fire(self) -> None:
+        self.fired = True
+        _thread.interrupt_main()
+
+    def __enter__(self) -> "Deadline":
+        if self.minutes:
+            self._timer = threading.Timer(60 * self.minutes, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+        if threading.current_thread() is threading.main_thread():
+            self._term = signal.signal(signal.SIGTERM, _interrupt)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer:
+            self._timer.cancel()
+        if self._term is not None:
+            signal.signal(signal.SIGTERM, self._term)
+
+
+_LOCK = threading.Lock()
+BANK_EVERY_S = 600  # inside a long stage (an evaluation takes hours), the bank is refreshed this often
+
+
+def save_locked(out: Path, bank: Path) -> int:
+    """:func:`save`, one at a time (the runner's and :class:`Refresh`'s)."""
+    with _LOCK:
+        return save(out, bank)
+
+
+class Refresh:
+    """Saves the bank every :data:`BANK_EVERY_S` while a stage runs, so a machine lost without a
+    signal (a sitting cut off) loses at most that much of a stage's answers on disk."""
+
+    def __init__(self, out: Path, bank: Path | None, every: float | None = None):
+        self.out, self.bank, self.every, self._stop = out, bank, every or BANK_EVERY_S, threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                save_locked(self.out, self.bank)
+            except OSError as exc:  # a refresh that fails leaves the last one; the stage goes on
+                log.warning("could not refresh the bank: %s", exc)
+
+    def __enter__(self) -> "Refresh":
+        if self.bank:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()

@@ -10,12 +10,9 @@ instead, since they extend and never contradict what is on disk.
 
 from __future__ import annotations
 
-import _thread
 import dataclasses
 import json
 import logging
-import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -44,6 +41,7 @@ from ..train.trainer import resume_differs, weights_problem
 from toolformer_kit.measures.ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from toolformer_kit.corpora.sources import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from . import bank as banked, publish
+from .bank import Stopped
 from .cost import Progress, estimate
 from .recipe import ExperimentConfig, eval_tasks
 from .report import write_results
@@ -527,45 +525,6 @@ def check_tools(names) -> None:
         get_tool(name)
 
 
-class Stopped(Exception):
-    """The run stopped at ``max_minutes`` (``on_time``) or was interrupted, its finished parts kept."""
-
-    def __init__(self, message: str, on_time: bool):
-        super().__init__(message)
-        self.on_time = on_time
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
-class Deadline:
-    """``max_minutes`` as an interrupt of the main thread (inside a stage too: an evaluation takes
-    hours), and SIGTERM as one, so that the run's ``finally`` can bank what is finished."""
-
-    def __init__(self, minutes: float):
-        self.minutes, self.fired, self._timer, self._term = minutes, False, None, None
-
-    def _fire(self) -> None:
-        self.fired = True
-        _thread.interrupt_main()
-
-    def __enter__(self) -> "Deadline":
-        if self.minutes:
-            self._timer = threading.Timer(60 * self.minutes, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
-        if threading.current_thread() is threading.main_thread():
-            self._term = signal.signal(signal.SIGTERM, _interrupt)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._timer:
-            self._timer.cancel()
-        if self._term is not None:
-            signal.signal(signal.SIGTERM, self._term)
-
-
 def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     """Every stage of the recipe in order; returns the results folder. With ``bank``, the run
     starts from the bank's finished parts and banks its own after each stage and when it stops;
@@ -584,7 +543,7 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     set_threads(cfg.threads)
     progress = Progress(estimate(cfg), [name for name, _, _ in steps])
     name = steps[0][0]
-    with Deadline(cfg.max_minutes) as deadline, Refresh(cfg, out):
+    with banked.Deadline(cfg.max_minutes) as deadline, banked.Refresh(out, Path(cfg.bank) if cfg.bank else None):
         try:
             for name, guard, fn in steps:
                 _run_step(cfg, out, ledger, complete, progress, name, guard, fn)
@@ -598,38 +557,9 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     return Path(cfg.results)
 
 
-_BANK_LOCK = threading.Lock()
-BANK_EVERY_S = 600  # inside a long stage (an evaluation takes hours), the bank is refreshed this often
-
-
 def _bank(cfg: ExperimentConfig, out: Path) -> None:
     if cfg.bank:
-        with _BANK_LOCK:
-            banked.save(out, Path(cfg.bank))
-
-
-class Refresh:
-    """Saves the bank every :data:`BANK_EVERY_S` while a stage runs, so a machine lost without a
-    signal (a sitting cut off) loses at most that much of a stage's answers on disk."""
-
-    def __init__(self, cfg: ExperimentConfig, out: Path, every: float | None = None):
-        self.cfg, self.out, self.every, self._stop = cfg, out, every or BANK_EVERY_S, threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                _bank(self.cfg, self.out)
-            except OSError as exc:  # a refresh that fails leaves the last one; the stage goes on
-                log.warning("could not refresh the bank: %s", exc)
-
-    def __enter__(self) -> "Refresh":
-        if self.cfg.bank:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
+        banked.save_locked(out, Path(cfg.bank))
 
 
 def _run_step(cfg, out: Path, ledger: Ledger, complete, progress: Progress, name: str, guard, fn) -> None:
