@@ -186,3 +186,36 @@ def test_the_bank_is_refreshed_while_a_long_stage_runs(tmp_path, monkeypatch):
         R.run_experiment(cfg)
     during = [n for n in seen if n > 0]
     assert len(during) >= 3  # saves while the evaluation ran, not only after each stage and at the stop
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_a_banked_run_goes_on_on_a_fresh_machine_without_training_or_answering_again(tmp_path):
+    """The tiny maths recipe on the real SmolLM2 with LoRA and a bank; then, as on a fresh machine,
+    a new run folder with only the bank: both LoRA runs are merged back, not trained, the answers
+    are read, not made, and the evidence is the same."""
+    from toolformer_kit.commands import experiment as cmd
+
+    bank, res = tmp_path / "banks" / "tiny", tmp_path / "results"
+    argv = ["math", "--model", "smollm2-135m", "--docs", "1", "--dev-docs", "2", "--k", "2", "--m", "2",
+            "--tau-f", "-100", "--train-steps", "1", "--train-batch", "2", "--max-length", "64", "--lora",
+            "--tasks", "svamp", "--eval-limit", "3", "--bootstrap", "50", "--results", str(res), "--bank", str(bank)]
+    assert cmd.main(argv + ["--out", str(tmp_path / "run")]) == 0
+    first = json.loads((res / "results.json").read_text())
+    ledger = json.loads((bank / "stages.json").read_text())
+    assert (bank / "train-tools" / "adapter" / "adapter_model.safetensors").is_file()
+    assert (bank / "train-cc" / "train_summary.json").is_file()
+    answers = sorted(bank.glob("eval/*/*/svamp/examples.jsonl"))
+    assert len(answers) >= 4  # base, +CC, the tool-trained model with tools and disabled (and the recipe's others)
+    for path in answers:  # marked, so that answers made again (the same, by a seeded decoder) would show
+        rows = [json.loads(line) | {"from_bank": True} for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cmd.main(argv + ["--out", str(tmp_path / "fresh")]) == 0
+    for path in answers:
+        rows = (tmp_path / "fresh" / path.relative_to(bank)).read_text().splitlines()
+        assert len(rows) == 3 and all(json.loads(r)["from_bank"] for r in rows)
+    again = json.loads((tmp_path / "fresh" / "stages.json").read_text())
+    for stage in ("train (tools)", "train (+CC)"):
+        assert again[stage] == ledger[stage]  # skipped: restored, not trained again
+    assert again["evaluate"]["seconds_last_run"] < ledger["evaluate"]["seconds"]
+    assert json.loads((res / "results.json").read_text())["headline"] == first["headline"]
