@@ -219,3 +219,21 @@ def test_a_banked_run_goes_on_on_a_fresh_machine_without_training_or_answering_a
         assert again[stage] == ledger[stage]  # skipped: restored, not trained again
     assert again["evaluate"]["seconds_last_run"] < ledger["evaluate"]["seconds"]
     assert json.loads((res / "results.json").read_text())["headline"] == first["headline"]
+
+
+def test_sigterm_stops_the_run_as_an_interrupt_with_the_answers_banked(tmp_path, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    calls: list = []
+    _stub(monkeypatch, calls)
+    bank = tmp_path / "bank"
+    cfg = ExperimentConfig(name="t", out=str(tmp_path / "run"), results=str(tmp_path / "res"), docs=3, lora=True,
+                           references=False, bank=str(bank))
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    with pytest.raises(R.Stopped, match=r"\(interrupted\)") as stop:
+        R.run_experiment(cfg)
+    assert not stop.value.on_time and (bank / ANSWERS).read_text().count("\n") > 0
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone with the run
