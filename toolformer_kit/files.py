@@ -78,11 +78,12 @@ def _fix(path: Path, fix: str) -> str:
     return fix or f"it was cut off or edited: delete {path.parent} to redo what wrote it"
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to a temporary name beside ``path``, flush it to disk, then rename."""
+def write_atomic(path: str | Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8, or bytes as they are) to a temporary name beside ``path``, flush it
+    to disk, then rename."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with (open(tmp, "wb") if isinstance(text, bytes) else open(tmp, "w", encoding="utf-8")) as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())

@@ -29,13 +29,13 @@ from __future__ import annotations
 import _thread
 import json
 import logging
-import os
 import shutil
 import signal
 import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..files import write_atomic
 from ..train.lora import ADAPTER_DIR, merge_adapter_folder
 from ..train.trainer import RUN_FILE, SUMMARY
 
@@ -72,13 +72,6 @@ def _content(path: Path) -> bytes:
     return data[: data.rfind(b"\n") + 1] if path.suffix == ".jsonl" else data
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Whole or not at all: a bank cut mid-copy holds the file as it was."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def save(out: Path, bank: Path) -> int:
     """Copy what ``out`` has finished into ``bank``; returns how many files changed there. A
     fine-tuning run's marker is written after its adapter, so a bank cut mid-copy never holds a
@@ -89,7 +82,7 @@ def save(out: Path, bank: Path) -> int:
         if target.is_file() and target.read_bytes() == data:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_bytes(target, data)
+        write_atomic(target, data)
         changed += 1
     if changed:
         log.info("banked %d changed files of %s in %s", changed, out, bank)
@@ -104,7 +97,7 @@ def restore(out: Path, bank: Path, base_model: str,
     out, bank = Path(out), Path(bank)
     if not bank.is_dir():
         return []
-    restored = [n for n in _copy_missing(bank, out, [Path(n) for n in LEDGER])]
+    restored = _copy_missing(bank, out, [Path(n) for n in LEDGER])
     for run in TRAIN_RUNS:
         src, dst = bank / run, out / run
         if (src / SUMMARY).is_file() and not (dst / SUMMARY).is_file():
