@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.merge import every_text
@@ -32,6 +31,7 @@ from ..eval.tasks import subset
 from ..files import read_json, read_jsonl, write_atomic
 from ..lm.base import load_lm, set_threads
 from ..pipeline import stages
+from ..pipeline.driver import Stage, Watch, run_stages
 from ..pipeline.config import fine_tuning
 from ..tools import get_tool
 from ..train.config import TrainConfig
@@ -43,75 +43,13 @@ from toolformer_kit.corpora.sources import asked_about, evaluated_text, gsm8k_co
 from . import bank as banked, publish
 from .bank import Stopped
 from .cost import Progress, estimate
+from .ledger import STAGES_FILE, Ledger, _mode, stage_settings
 from .recipe import ExperimentConfig, eval_tasks
 from .report import write_results
 
 log = logging.getLogger(__name__)
 
-STAGES_FILE = "stages.json"
 SEARCH_CORPUS = "search.jsonl"  # what WikiSearch and QA search while annotating, when summaries are held out
-# The settings each stage's output depends on (besides the stages before it).
-KEYS = {
-    "corpus": ("corpus", "docs", "dev_docs", "seed", "tasks", "cstar_dataset"),
-    "annotate": ("model", "sampler_model", "tools", "window_tokens", "k", "m", "tau_s", "tau_f", "call_cost",
-                 "wiki_exclude_self", "cstar_dataset"),
-    "train": ("model", "train_steps", "train_batch", "learning_rate", "max_length", "train_keep", "train_dev",
-              "cstar_texts", "lora"),
-}
-
-
-def stage_settings(cfg: ExperimentConfig, stage: str) -> dict:
-    """What a stage was made with: its own keys and those of every stage it reads.
-
-    >>> s = stage_settings(ExperimentConfig(name="t"), "train")
-    >>> "docs" in s and "tools" in s and "eval_limit" not in s
-    True
-    """
-    order = list(KEYS)
-    keys = [k for st in order[: order.index(stage) + 1] for k in KEYS[st]]
-    values = to_dict(cfg)
-    return {k: values[k] for k in keys}
-
-
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ExperimentConfig)
-             if f.default is not dataclasses.MISSING}
-
-
-class Ledger:
-    """``stages.json``: which stage was finished with which settings, and how long it took."""
-
-    def __init__(self, out: Path):
-        self.path = out / STAGES_FILE
-        self.data = {}
-        if self.path.is_file():
-            try:
-                self.data = json.loads(self.path.read_text())
-            except ValueError:  # cut off by a kill or edited: rebuilt from experiment.json (preflight)
-                log.warning("%s is damaged (not JSON); rebuilding it from experiment.json", self.path)
-
-    def check(self, stage: str, settings: dict, done: bool) -> bool:
-        """True when ``stage`` is complete with these settings; an error when complete with others."""
-        old = self.data.get(stage, {}).get("settings")
-        if old is not None:  # a setting added since the stage ran was then at its default
-            old = {**{k: _DEFAULTS[k] for k in settings if k not in old and k in _DEFAULTS}, **old}
-        if done and old is not None and old != settings:
-            changed = sorted(k for k in settings if old.get(k) != settings[k])
-            raise ConfigError(f"{self.path.parent}/{stage} was made with other settings "
-                              f"({', '.join(f'{k}: {old.get(k)!r} → {settings[k]!r}' for k in changed)}); "
-                              f"use another --out, or delete {self.path.parent} to start over")
-        return done and old is not None
-
-    def record(self, stage: str, settings: dict | None, seconds: float, mode: str = "set") -> None:
-        """``mode``: ``set`` the stage's seconds (it ran in full), ``add`` them to the earlier runs'
-        (an evaluation resumed), or ``keep`` the earlier runs' (a re-run that had nothing to do:
-        it must not inflate, nor replace, what the work took). The last run's are kept apart."""
-        entry = self.data.setdefault(stage, {})
-        if settings is not None:
-            entry["settings"] = settings
-        if mode != "keep" or "seconds" not in entry:
-            entry["seconds"] = round(seconds + entry.get("seconds", 0.0) * (mode == "add"), 1)
-        entry["seconds_last_run"] = round(seconds, 1)
-        write_atomic(self.path, json.dumps(self.data, indent=1))
 
 
 def _rows(path: Path) -> list[dict]:
@@ -372,22 +310,24 @@ def _annotated(cfg: ExperimentConfig, out: Path) -> bool:
     return stages.annotation_done(annotate_config(cfg, out))
 
 
-def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[tuple[str, str | None, Callable[[], Any]]]:
-    """(stage, the KEYS entry that guards it or None, what runs it), in order."""
-    steps = [("models", None, lambda: stage_models(cfg, out)),
-             ("corpus", "corpus", lambda: stage_corpus(cfg, out)),
-             ("annotate", "annotate", lambda: stage_annotate(cfg, out)),
-             ("train (tools)", "train", lambda: stage_train(cfg, out, plain=False))]
+def plan(cfg: ExperimentConfig, out: Path, command: str) -> list[Stage]:
+    """The recipe's stages in order, each with the ledger.KEYS entry that guards it (or None), for
+    :func:`~toolformer_kit.pipeline.driver.run_stages`."""
+    steps = [Stage("models", None, lambda: stage_models(cfg, out)),
+             Stage("corpus", "corpus", lambda: stage_corpus(cfg, out)),
+             Stage("annotate", "annotate", lambda: stage_annotate(cfg, out)),
+             Stage("train (tools)", "train", lambda: stage_train(cfg, out, plain=False))]
     if cfg.references:
-        steps.append(("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True)))
+        steps.append(Stage("train (+CC)", "train", lambda: stage_train(cfg, out, plain=True)))
     if cfg.ceiling:
-        steps.append(("ceiling", None, lambda: stage_ceiling(cfg, out)))
-    steps += [("probe", None, lambda: stage_probe(cfg, out)),
-              ("evaluate", None, lambda: stage_eval(cfg, out)),
-              ("report", None, lambda: write_results(cfg, out, command))]
+        steps.append(Stage("ceiling", None, lambda: stage_ceiling(cfg, out)))
+    steps += [Stage("probe", None, lambda: stage_probe(cfg, out)),
+              Stage("evaluate", None, lambda: stage_eval(cfg, out)),
+              Stage("report", None, lambda: write_results(cfg, out, command))]
     if cfg.publish_model:
-        steps.append(("publish", None, lambda: publish.stage_publish(train_folder(out, plain=False) / ADAPTER_DIR,
-                                                                     Path(cfg.results), cfg.publish_model, cfg.model)))
+        adapter = train_folder(out, plain=False) / ADAPTER_DIR
+        steps.append(Stage("publish", None, lambda: publish.stage_publish(adapter, Path(cfg.results), cfg.publish_model,
+                                                                          cfg.model)))
     return steps
 
 
@@ -494,24 +434,6 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
                               "pass --results DIR to write elsewhere, or --replace-results to replace it")
 
 
-def _mode(stage: str, guard, before: int, after: int) -> str:
-    """How a finished stage's seconds enter the ledger (see :meth:`Ledger.record`): a guarded
-    stage ran in full; an evaluation that found answers adds what it answered, or keeps the
-    earlier seconds when it answered nothing; other unguarded stages (models, ceiling, report)
-    keep their first run's.
-
-    >>> _mode("annotate", "annotate", 0, 0), _mode("evaluate", None, 0, 9), _mode("evaluate", None, 4, 9)
-    ('set', 'set', 'add')
-    >>> _mode("evaluate", None, 9, 9), _mode("report", None, 9, 9)
-    ('keep', 'keep')
-    """
-    if guard:
-        return "set"
-    if stage == "evaluate":
-        return "set" if before == 0 else "add" if after > before else "keep"
-    return "keep"
-
-
 def eval_records(out: Path) -> int:
     """Answers the evaluation has written so far (it resumes by skipping them)."""
     return sum(sum(1 for _ in p.open("rb")) for p in (out / "eval").glob("*/*/*/examples.jsonl"))
@@ -541,18 +463,15 @@ def run_experiment(cfg: ExperimentConfig, command: str = "") -> Path:
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "experiment.json", json.dumps({"command": command, "settings": to_dict(cfg)}, indent=1))
     set_threads(cfg.threads)
-    progress = Progress(estimate(cfg), [name for name, _, _ in steps])
-    name = steps[0][0]
+    watch = RecipeWatch(cfg, out, ledger, complete, Progress(estimate(cfg), [s.name for s in steps]))
     with banked.Deadline(cfg.max_minutes) as deadline, banked.Refresh(out, Path(cfg.bank) if cfg.bank else None):
         try:
-            for name, guard, fn in steps:
-                _run_step(cfg, out, ledger, complete, progress, name, guard, fn)
-                _bank(cfg, out)
+            run_stages(steps, watch)
         except KeyboardInterrupt:
             _bank(cfg, out)
             why = f"{cfg.max_minutes:g} minutes passed" if deadline.fired else "interrupted"
             kept = f"banked {banked.describe(Path(cfg.bank))}; commit it, then" if cfg.bank else "the run folder keeps it;"
-            raise Stopped(f"stopped in stage {name} ({why}): {kept} run the same command to go on",
+            raise Stopped(f"stopped in stage {watch.current} ({why}): {kept} run the same command to go on",
                           deadline.fired) from None
     return Path(cfg.results)
 
@@ -562,17 +481,35 @@ def _bank(cfg: ExperimentConfig, out: Path) -> None:
         banked.save_locked(out, Path(cfg.bank))
 
 
-def _run_step(cfg, out: Path, ledger: Ledger, complete, progress: Progress, name: str, guard, fn) -> None:
-    """One stage: skipped when finished with these settings, else run and recorded in the ledger."""
-    settings = stage_settings(cfg, guard) if guard else None
-    if guard and ledger.check(name, settings, complete[name]()):
-        progress.skip(name)
-        return
-    progress.start(name)
-    answered = eval_records(out) if name == "evaluate" else 0  # reads every examples.jsonl: only here
-    t0 = time.perf_counter()
-    fn()
-    seconds = time.perf_counter() - t0
-    after = eval_records(out) if name == "evaluate" else 0
-    ledger.record(name, settings, seconds, _mode(name, guard, answered, after))
-    progress.finish(name, seconds)
+class RecipeWatch(Watch):
+    """What a recipe adds around each stage of :func:`~toolformer_kit.pipeline.driver.run_stages`:
+    a stage finished with these settings is skipped, a finished one is recorded in the ledger with
+    its seconds (an evaluation's added to the earlier runs', see :func:`_mode`), the ETA line is
+    printed, and the run's finished parts are banked."""
+
+    def __init__(self, cfg: ExperimentConfig, out: Path, ledger: Ledger, complete, progress: Progress):
+        super().__init__()
+        self.cfg, self.out, self.ledger, self.complete, self.progress = cfg, out, ledger, complete, progress
+        self.current, self.answered = "", 0
+
+    def finished(self, step: Stage) -> bool:
+        self.current = step.name
+        done = step.guard and self.ledger.check(step.name, stage_settings(self.cfg, step.guard),
+                                                self.complete[step.name]())
+        if done:
+            self.progress.skip(step.name)
+            _bank(self.cfg, self.out)  # a stage finished by an earlier run without the bank is banked too
+            return True
+        return False
+
+    def start(self, step: Stage) -> None:
+        self.progress.start(step.name)
+        self.answered = eval_records(self.out) if step.name == "evaluate" else 0  # reads every examples.jsonl
+
+    def finish(self, step: Stage, seconds: float) -> None:
+        super().finish(step, seconds)
+        after = eval_records(self.out) if step.name == "evaluate" else 0
+        settings = stage_settings(self.cfg, step.guard) if step.guard else None
+        self.ledger.record(step.name, settings, seconds, _mode(step.name, step.guard, self.answered, after))
+        self.progress.finish(step.name, seconds)
+        _bank(self.cfg, self.out)

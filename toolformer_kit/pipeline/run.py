@@ -10,12 +10,9 @@ fields of :class:`PipelineConfig`.
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
-import os
 import random
-import time
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -29,7 +26,7 @@ from ..lm.base import set_threads
 from ..tools import get_tool
 from ..train.config import TrainConfig
 from ..lm.embedded import resolve_model
-from . import examples, fresh, report, stages
+from . import driver, examples, fresh, report, stages
 from .config import PipelineConfig, fine_tuning
 
 log = logging.getLogger(__name__)
@@ -195,35 +192,6 @@ def check_inputs(cfg: PipelineConfig) -> None:
     check_tasks(EvalConfig(tasks=list(cfg.tasks), data_dir=cfg.data_dir))
 
 
-def release_memory() -> None:
-    """Give a finished stage's memory back before the next stage allocates its own: the trainer's
-    optimizer and models sit in reference cycles, and glibc keeps freed heap pages (measured: 6.8 GB
-    still resident after fine-tuning Qwen 0.5B without the trim, the run's peak 1–2 GB higher)."""
-    import ctypes
-    import ctypes.util
-
-    gc.collect()
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to trim
-        pass
-
-
-def memory_gb() -> tuple[float, float]:
-    """This process's resident memory now and its peak so far, in GB: the run's budget (≤ 16 GB
-    on a laptop) is checked stage by stage in the log."""
-    import resource
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    try:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:  # no /proc (macOS): the peak is all there is
-        now = peak
-    return now / 1e9, peak / 1e9
-
-
 def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     check_inputs(cfg)
     for name in cfg.tools:  # before any stage writes: an unknown name used to surface at annotation
@@ -233,28 +201,39 @@ def run_pipeline(cfg: PipelineConfig) -> tuple[Path, Path]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     set_threads(cfg.threads)
-    timings: dict[str, float] = {}
+    watch, done = driver.Watch(), {}
+    driver.run_stages(plan(cfg, out, watch.seconds, done), watch, done)
+    (out / "timings.json").write_text(json.dumps(watch.seconds, indent=1))
+    return done["report"]
 
-    def timed(name, fn, *args):
-        t0 = time.perf_counter()
-        log.info("stage %s", name)
-        result = fn(*args)
-        timings[name] = time.perf_counter() - t0
-        release_memory()
-        log.info("stage %s done in %.0f s; memory now %.1f GB, peak so far %.1f GB", name, timings[name], *memory_gb())
-        return result
 
-    timed("models", stages.pull_models, [cfg.model, cfg.sampler_model])
-    timed("index", stages.prepare_index, cfg.tools)
-    annotated = timed("annotate", stages.annotate, annotate_config(cfg, out), fresh_documents(cfg, out))
-    dev = timed("dev texts", stage_dev, cfg, out, annotated)
-    data = training_data(cfg, annotated, out)
-    trained = {"tool-trained": timed("train (tools)", stages.train, train_config(cfg, out, data["tool-trained"], dev, False))}
+def plan(cfg: PipelineConfig, out: Path, timings: dict[str, float], done: dict) -> list[driver.Stage]:
+    """The pipeline's stages in order, for :func:`~.driver.run_stages`: each reads the outputs of
+    the earlier ones from ``done``; the report also reads the seconds the stages took."""
+    def data() -> dict[str, Path]:  # the files each run trains on, joined once the annotation is done
+        if "data" not in done:
+            done["data"] = training_data(cfg, done["annotate"], out)
+        return done["data"]
+
+    def train(plain: bool) -> Path:
+        files = data()["+CC" if plain else "tool-trained"]
+        return stages.train(train_config(cfg, out, files, done["dev texts"], plain))
+
+    def write_report():
+        trained = {"tool-trained": done["train (tools)"], **({"+CC": done["train (+CC)"]} if cfg.train_cc else {})}
+        picked = stage_examples(cfg, out, done["evaluate"])
+        return report.write_report(cfg, out, done["annotate"], trained, done["evaluate"], timings,
+                                   data()["tool-trained"], picked)
+
+    steps = [driver.Stage("models", None, lambda: stages.pull_models([cfg.model, cfg.sampler_model])),
+             driver.Stage("index", None, lambda: stages.prepare_index(cfg.tools)),
+             driver.Stage("annotate", None,
+                          lambda: stages.annotate(annotate_config(cfg, out), fresh_documents(cfg, out))),
+             driver.Stage("dev texts", None, lambda: stage_dev(cfg, out, done["annotate"])),
+             driver.Stage("train (tools)", None, lambda: train(False))]
     if cfg.train_cc:
-        trained["+CC"] = timed("train (+CC)", stages.train, train_config(cfg, out, data["+CC"], dev, True))
-    evaluated = timed("evaluate", evaluate, eval_config(cfg, out, trained["tool-trained"], trained.get("+CC"), dev))
-    picked = stage_examples(cfg, out, evaluated)
-    paths = timed("report", report.write_report, cfg, out, annotated, trained, evaluated, timings,
-                  data["tool-trained"], picked)
-    (out / "timings.json").write_text(json.dumps(timings, indent=1))
-    return paths
+        steps.append(driver.Stage("train (+CC)", None, lambda: train(True)))
+    steps += [driver.Stage("evaluate", None, lambda: evaluate(eval_config(
+                  cfg, out, done["train (tools)"], done.get("train (+CC)"), done["dev texts"]))),
+              driver.Stage("report", None, write_report)]
+    return steps

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, from_dict, to_dict
-from toolformer_kit.experiment import run as X
+from toolformer_kit.experiment.ledger import KEYS
 from toolformer_kit.experiment.recipe import ExperimentConfig, available, load_recipe
 
 # The recipe settings a study may set for every recipe (None: each recipe's own value): sizes, the
@@ -77,7 +77,7 @@ def reused_config(study, recipe: str, out: Path) -> ExperimentConfig:
                           f"annotate/manifest.json); run `toolformer experiment {recipe}` first, or drop --from-run")
     made = json.loads(meta.read_text("utf-8"))["settings"]
     wanted = to_dict(recipe_config(study, recipe, out))
-    upstream = [k for stage in ("corpus", "annotate") for k in X.KEYS[stage]]
+    upstream = [k for stage in ("corpus", "annotate") for k in KEYS[stage]]
     clash = sorted(k for k in upstream if k in typed_upstream(study, recipe) and wanted[k] != made.get(k))
     if clash:
         raise ConfigError(f"--from-run {source} was annotated with {', '.join(f'{k} {made.get(k)!r}' for k in clash)}; "

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -31,6 +30,7 @@ from ..annotate.settings import resolve_run
 from ..config import ConfigError, Layer, config_field as _f, file_layer, layered, stage_field, to_dict
 from ..eval.setting import DISABLED, Setting
 from ..files import write_atomic
+from ..pipeline.driver import Watch, run_stages
 from ..tools import get_tool
 from toolformer_kit.experiment import run as X
 from toolformer_kit.experiment.cost import EVAL_RUNS, Progress, clock, estimate
@@ -362,18 +362,32 @@ def run_study(study: StudyConfig, command: str = "", latency=None) -> Path:
         import torch
 
         torch.set_num_threads(study.threads)
-    progress = Progress({s.name: s.seconds for s in steps}, [s.name for s in steps])
-    for step in steps:
-        if _finished(step, ledger):
-            progress.skip(step.name)
-            continue
-        progress.start(step.name)
-        t0 = time.perf_counter()
-        step.run()
-        seconds = time.perf_counter() - t0
-        ledger.record(step.name, step.settings, seconds)
-        progress.finish(step.name, seconds)
+    run_stages(steps, StudyWatch(ledger, Progress({s.name: s.seconds for s in steps}, [s.name for s in steps])))
     return Path(study.results)
+
+
+class StudyWatch(Watch):
+    """What a study adds around each step of :func:`~toolformer_kit.pipeline.driver.run_stages`:
+    a step finished with these settings is skipped, a finished one recorded in the ledger, the ETA
+    line printed."""
+
+    def __init__(self, ledger: X.Ledger, progress: Progress):
+        super().__init__()
+        self.ledger, self.progress = ledger, progress
+
+    def finished(self, step: Step) -> bool:
+        if _finished(step, self.ledger):
+            self.progress.skip(step.name)
+            return True
+        return False
+
+    def start(self, step: Step) -> None:
+        self.progress.start(step.name)
+
+    def finish(self, step: Step, seconds: float) -> None:
+        super().finish(step, seconds)
+        self.ledger.record(step.name, step.settings, seconds)
+        self.progress.finish(step.name, seconds)
 
 
 def estimate_lines(study: StudyConfig) -> list[str]:
