@@ -138,11 +138,17 @@ def merge_in_dtype(adapter: Path, out: Path, base_model: str) -> Path:
     return merge_adapter_folder(adapter, out, base_model, dtype=torch_dtype)
 
 
+def answer_count(folder: Path) -> int:
+    """Answers an evaluation has written so far in ``folder`` (a run folder or a bank): the
+    evaluation resumes by skipping them, and the ledger adds its seconds when it wrote more."""
+    return sum(sum(1 for _ in p.open("rb")) for p in Path(folder).glob(EVAL[0]))
+
+
 def describe(bank: Path) -> str:
     """One line: what the bank holds (for the log and the stop message)."""
     bank = Path(bank)
     trained = [r for r in TRAIN_RUNS if (bank / r / SUMMARY).is_file()]
-    answers = sum(sum(1 for _ in p.open("rb")) for p in bank.glob(EVAL[0]))
+    answers = answer_count(bank)
     stages = json.loads((bank / "stages.json").read_text("utf-8")) if (bank / "stages.json").is_file() else {}
     return (f"{bank}: stages {', '.join(stages) or 'none'}; fine-tuned {', '.join(trained) or 'none'}; "
             f"{answers} answers")

@@ -41,7 +41,7 @@ from ..train.trainer import resume_differs, weights_problem
 from toolformer_kit.measures.ceiling import bm25_search, ceiling_flags, read_flags, write_flags
 from toolformer_kit.corpora.sources import asked_about, evaluated_text, gsm8k_corpus, heldout_for, wiki_corpus, write_search_corpus
 from . import bank as banked, publish
-from .bank import Stopped
+from .bank import Stopped, answer_count as eval_records
 from .cost import Progress, estimate
 from .ledger import STAGES_FILE, Ledger, _mode, stage_settings
 from .recipe import ExperimentConfig, eval_tasks
@@ -432,11 +432,6 @@ def preflight(cfg: ExperimentConfig, out: Path, steps, ledger: Ledger, complete)
         if theirs is None or any(ours.get(k) != v for k, v in theirs.items()):
             raise ConfigError(f"--results {cfg.results} holds evidence from another configuration ({made}); "
                               "pass --results DIR to write elsewhere, or --replace-results to replace it")
-
-
-def eval_records(out: Path) -> int:
-    """Answers the evaluation has written so far (it resumes by skipping them)."""
-    return sum(sum(1 for _ in p.open("rb")) for p in (out / "eval").glob("*/*/*/examples.jsonl"))
 
 
 def check_tools(names) -> None:
