@@ -18,7 +18,9 @@ from ..eval.report import breakdown_table, comparison_table
 from ..eval.tasks import get_task
 from ..eval.verdict import headline_rows, tools_setting, verdict_blocks
 from ..files import read_json, read_jsonl
-from ..tools.base import PAPER_CALCULATOR_MT, PAPER_DEFAULT
+from ..registry import UnknownNameError
+from ..tools import get_tool
+from ..tools.base import PAPER_DEFAULT, AnnotationSettings
 from . import examples, fresh
 from .config import PipelineConfig
 
@@ -174,11 +176,21 @@ def _k_m(s: Mapping) -> str | None:
     if not (k or m):
         return None
     tools = s.get("tools") or []
-    paper = {t: PAPER_CALCULATOR_MT if t in ("Calculator", "MT") else PAPER_DEFAULT for t in tools}
+    paper = {t: _paper_settings(t) for t in tools}
     if tools and not any((k and k != p.k) or (m and m != p.m) for p in paper.values()):
         return None
     return (f"Annotation takes k = {k or 'per tool'} positions and m = {m or 'per tool'} calls "
             "per position (the paper: 5 and 5; Calculator and MT 20 and 10) to fit the time budget.")
+
+
+def _paper_settings(tool: str) -> AnnotationSettings:
+    """A tool's own annotation settings (the paper's, for a built-in tool), as its registry entry
+    holds them; a tool a record names that is not registered here (a user tool) gets the paper's
+    default."""
+    try:
+        return get_tool(tool).settings
+    except UnknownNameError:
+        return PAPER_DEFAULT
 
 
 def _thresholds(s: Mapping) -> str | None:
