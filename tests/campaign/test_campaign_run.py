@@ -217,3 +217,37 @@ def test_an_interrupt_drops_only_the_shard_under_way_and_publishes_the_bank(tmp_
     with pytest.raises(KeyboardInterrupt):  # interrupted before reaching what data/ holds: data/ stays
         run(tmp_path, target_calls=0)
     assert (out / "README.md").read_bytes() == card
+
+
+def test_a_sequential_campaign_counts_its_target_after_its_own_merge():
+    """The stop rule counts what data/cstar.jsonl will hold: with the sequential merge a repeat that
+    the paper's merge keeps is not counted (datasets/cstar-mt stopped "by target" at 303 calls by the
+    paper's merge and published 215). Each shard is merged once, when first counted."""
+    import dataclasses
+    import re
+
+    from toolformer_kit.annotate.records import Candidate
+    from toolformer_kit.campaign.bank import Progress
+
+    text = "They have 80 chairs in 5 rooms, so 16 per room: 16 chairs each."
+    sites = [m.start() for m in re.finditer(" 16", text)]
+
+    def call(doc_id, offset):
+        return Candidate(doc_id, "Calculator", 0, offset, 0.5, "", input="80 / 5", result="16", kept=True,
+                         score=1.0, L_eps=2.0, L_call_noresult=2.0, L_plus=1.0, L_minus=2.0)
+
+    asked = []
+
+    def score(pairs):  # a repeat fails once its result is written before it, as the real model's does
+        asked.extend(doc.doc_id for doc, _ in pairs)
+        return [dataclasses.replace(c, score=0.1, kept=False) if f"-> {c.result}]" in doc.text[: c.char_offset]
+                else c for doc, c in pairs]
+
+    docs = [Document("a", text), Document("b", text)]
+    prog = Progress()
+    prog.add(0, [call("a", sites[0]), call("a", sites[1])], {"windows": ["a"]})
+    paper, ours = C.CallCount(0.5, docs), C.CallCount(0.5, docs, score)
+    assert (paper(prog), ours(prog)) == (2, 1)
+    prog.add(1, [call("b", sites[0])], {"windows": ["b"]})
+    assert (paper(prog), ours(prog)) == (3, 2)
+    assert ours(prog) == 2 and asked == ["a"]  # shard 0 was merged once; shard 1's one call needs no score

@@ -41,12 +41,12 @@ from pathlib import Path
 
 from ..annotate.config import AnnotateConfig
 from ..annotate.runner import fingerprint
-from ..annotate.sequential import check_merge, model_scorer
+from ..annotate.sequential import check_merge, model_scorer, sequential_merge
 from ..config import ConfigError, config_field as _f, stage_config, stage_field
 from ..eval.config import default_data_dir
 from ..files import DamagedFileError, read_json
 from ..tools.base import AnnotationSettings
-from .bank import FORMAT, RECIPES, Bank, Progress, bank_record
+from .bank import FORMAT, RECIPES, Bank, Progress, bank_record, merged
 from toolformer_kit.corpora.sources import heldout_for, write_search_corpus
 from .card import publish
 from .rerun import rerun_shard
@@ -209,9 +209,13 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     own = bank.dir == Bank(cfg.out).dir
     prog = Progress()
     annotator = functools.cache(lambda: build_annotator(acfg, lm, lm, tools, executor))  # built once, when needed
+    rescore = None
+    if cfg.merge == "sequential":
+        rescore = model_scorer(lm, {t: AnnotationSettings(tau_f=cfg.tau_f) for t in RECIPES[cfg.recipe]})
+    count = CallCount(cfg.tau_f, docs, rescore)
     bar = tqdm(total=len(shards), desc="shards", unit="shard", disable=not cfg.progress)
     try:
-        stopped = _bank_shards(cfg, shards, bank, own, prog, bar, t0,
+        stopped = _bank_shards(cfg, shards, bank, own, prog, bar, t0, count,
                                lambda n, shard: _annotate_shard(cfg, n, shard, source, annotator, lm))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM through the command: the shard under way is not banked
         stopped = "interrupt"
@@ -220,26 +224,46 @@ def _campaign(cfg: CampaignConfig, lm, tools, executor) -> dict:
     bar.close()
     if stopped == "interrupt" and _windows(prog) < published_windows(cfg.out):
         raise KeyboardInterrupt  # interrupted while reading the bank back: data/ already holds more
-    calls = prog.merged_calls(cfg.tau_f)
-    if stopped == "corpus" and cfg.target_calls and calls >= cfg.target_calls:
+    if stopped == "corpus" and cfg.target_calls and count(prog) >= cfg.target_calls:
         stopped = "target"
     elif stopped == "corpus" and limit < len(docs):
         stopped = "max_windows"
     check_published(cfg, _windows(prog))  # the bank may hold fewer
-    rescore = None
-    if cfg.merge == "sequential":
-        rescore = model_scorer(lm, {t: AnnotationSettings(tau_f=cfg.tau_f) for t in RECIPES[cfg.recipe]})
     return publish(cfg, docs, counts, prog, stopped, rescore)
 
 
+class CallCount:
+    """The stop rule's count: the calls C* holds after the campaign's own merge. The paper's merge
+    holds the best kept call per position; the sequential merge (``rescore``) also scores each
+    text's later calls after its earlier ones and drops those that no longer pass, so counting the
+    paper's calls stopped a sequential campaign short of its target (datasets/cstar-mt stopped "by
+    target" at 303 calls by the paper's merge, 215 after its own). A shard's windows are texts of
+    their own, so each shard is merged once, when it is first counted, and the counts are summed."""
+
+    def __init__(self, tau_f: float, docs: Sequence, rescore=None):
+        self.tau_f, self.rescore = tau_f, rescore
+        self.by_id = {d.doc_id: d for d in docs}
+        self.per_shard: dict[int, int] = {}
+
+    def __call__(self, prog: Progress) -> int:
+        if self.rescore is None:
+            return prog.merged_calls(self.tau_f)
+        for n, cands, info in prog.shards:
+            if n not in self.per_shard:
+                calls = merged(cands, self.tau_f)
+                texts = [self.by_id[w] for w in info["windows"] if w in self.by_id]
+                self.per_shard[n] = len(sequential_merge(texts, calls, self.rescore)[0]) if calls else 0
+        return sum(self.per_shard.values())
+
+
 def _bank_shards(cfg: CampaignConfig, shards: Sequence, bank: Bank, own: bool, prog: Progress, bar, t0: float,
-                 annotate) -> str:
+                 count: CallCount, annotate) -> str:
     """Each shard in order: read back where banked, else made by ``annotate(n, shard)`` and banked,
-    until the target, the time limit or the corpus's end; returns which stopped it."""
+    until the target (``count``'s calls), the time limit or the corpus's end; returns which stopped it."""
     for n, shard in enumerate(shards):
         have = banked(bank, n, shard, own)
         if have is None:
-            if cfg.target_calls and prog.merged_calls(cfg.tau_f) >= cfg.target_calls:
+            if cfg.target_calls and count(prog) >= cfg.target_calls:
                 return "target"
             if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
                 return "time"
@@ -247,7 +271,7 @@ def _bank_shards(cfg: CampaignConfig, shards: Sequence, bank: Bank, own: bool, p
             bank.write(n, *have)
         prog.add(n, *have)
         bar.update(1)
-        bar.set_postfix(calls=prog.merged_calls(cfg.tau_f))
+        bar.set_postfix(calls=count(prog))
     return "corpus"
 
 
