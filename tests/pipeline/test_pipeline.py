@@ -219,3 +219,28 @@ def test_the_smoke_preset_is_the_old_default():
     assert smoke.cstar_datasets == [] and smoke.tools == ["Calculator", "WikiSearch", "Calendar", "MT"]
     with pytest.raises(ConfigError, match="--corpus must be one of math, default"):
         PipelineConfig(corpus="gsm8k")
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_the_pipeline_end_to_end_on_the_real_smollm2_at_a_tiny_size(tmp_path, capsys):
+    """Every stage of ``toolformer pipeline`` through the one stage loop on a real model (the
+    default's path: one fresh maths window annotated, joined with datasets/cstar-math): the
+    timings name each stage, the report and the closing text are written, and a re-run trains
+    nothing again."""
+    import json
+
+    from toolformer_kit.commands.pipeline import main
+
+    out = tmp_path / "run"
+    argv = ["--model", "smollm2-135m", "--fresh-windows", "1", "--train-steps", "1", "--train-batch", "2",
+            "--max-length", "64", "--lora", "--train-cc", "--tasks", "svamp", "--eval-limit", "2",
+            "--examples", "1", "--out", str(out)]
+    assert main(argv) == 0
+    timings = json.loads((out / "timings.json").read_text())
+    assert list(timings) == ["models", "index", "annotate", "dev texts", "train (tools)", "train (+CC)",
+                             "evaluate", "report"]
+    assert (out / "report" / "report.md").is_file() and "Try it on your own question" in capsys.readouterr().out
+    first = (out / "train-tools" / "train_summary.json").read_text()
+    assert main(argv) == 0
+    assert (out / "train-tools" / "train_summary.json").read_text() == first  # not trained again

@@ -238,7 +238,8 @@ class CallCount:
     text's later calls after its earlier ones and drops those that no longer pass, so counting the
     paper's calls stopped a sequential campaign short of its target (datasets/cstar-mt stopped "by
     target" at 303 calls by the paper's merge, 215 after its own). A shard's windows are texts of
-    their own, so each shard is merged once, when it is first counted, and the counts are summed."""
+    their own, so each shard is merged once, when it is first counted (the shards read back from the bank together,
+    one batch per round), and the counts are summed."""
 
     def __init__(self, tau_f: float, docs: Sequence, rescore=None):
         self.tau_f, self.rescore = tau_f, rescore
@@ -248,11 +249,14 @@ class CallCount:
     def __call__(self, prog: Progress) -> int:
         if self.rescore is None:
             return prog.merged_calls(self.tau_f)
-        for n, cands, info in prog.shards:
-            if n not in self.per_shard:
-                calls = merged(cands, self.tau_f)
-                texts = [self.by_id[w] for w in info["windows"] if w in self.by_id]
-                self.per_shard[n] = len(sequential_merge(texts, calls, self.rescore)[0]) if calls else 0
+        new = [(n, cands, info) for n, cands, info in prog.shards if n not in self.per_shard]
+        shard_of = {w: n for n, _, info in new for w in info["windows"]}
+        calls = merged([c for _, cands, _ in new for c in cands], self.tau_f)
+        texts = [self.by_id[w] for w in shard_of if w in self.by_id]
+        kept = sequential_merge(texts, calls, self.rescore)[0] if calls else []  # one batch per round, all texts
+        self.per_shard.update({n: 0 for n, _, _ in new})
+        for c in kept:
+            self.per_shard[shard_of[c.doc_id]] += 1
         return sum(self.per_shard.values())
 
 
@@ -262,7 +266,8 @@ def _bank_shards(cfg: CampaignConfig, shards: Sequence, bank: Bank, own: bool, p
     until the target (``count``'s calls), the time limit or the corpus's end; returns which stopped it."""
     for n, shard in enumerate(shards):
         have = banked(bank, n, shard, own)
-        if have is None:
+        fresh = have is None
+        if fresh:
             if cfg.target_calls and count(prog) >= cfg.target_calls:
                 return "target"
             if cfg.max_minutes and time.perf_counter() - t0 > 60 * cfg.max_minutes:
@@ -271,7 +276,8 @@ def _bank_shards(cfg: CampaignConfig, shards: Sequence, bank: Bank, own: bool, p
             bank.write(n, *have)
         prog.add(n, *have)
         bar.update(1)
-        bar.set_postfix(calls=count(prog))
+        if fresh:  # a banked shard read back is counted with the others at the next decision (one batch)
+            bar.set_postfix(calls=count(prog))
     return "corpus"
 
 
