@@ -48,3 +48,27 @@ def test_publishing_needs_a_lora_run_s_adapter_folder(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="holds no adapter_config.json"):
         publish_adapter(tmp_path, tmp_path / "out", "smollm2-135m")
+
+
+@pytest.mark.real_model
+def test_the_cli_merge_keeps_a_bf16_adapter_in_bf16_and_an_fp32_one_in_fp32(tmp_path):
+    """`toolformer train --merge-adapter` folds an adapter in its own dtype: transformers' default
+    would load Qwen and SmolLM2 in the bf16 their configs name and fold an fp32 run into bf16."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from toolformer_kit.lm.embedded import resolve_model
+    from toolformer_kit.train.lora import adapter_dtype, merge_adapter_folder
+
+    for dtype in (torch.float32, torch.bfloat16):
+        base = AutoModelForCausalLM.from_pretrained(resolve_model("smollm2-135m"), dtype=dtype)
+        peft = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM"),
+                              autocast_adapter_dtype=False)  # a bf16 adapter, as publish_adapter writes one
+        folder = tmp_path / str(dtype)
+        peft.save_pretrained(folder / "adapter")
+        assert adapter_dtype(folder / "adapter") == dtype
+        merge_adapter_folder(folder / "adapter", folder / "merged", "smollm2-135m")
+        weights = load_file(str(folder / "merged" / "model.safetensors"))
+        assert {w.dtype for w in weights.values()} == {dtype}

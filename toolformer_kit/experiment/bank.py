@@ -129,13 +129,7 @@ def _copy_missing(bank: Path, out: Path, rels: Iterable[Path]) -> list[str]:
 def merge_in_dtype(adapter: Path, out: Path, base_model: str) -> Path:
     """The adapter folded into its base in the adapter's own dtype (a bf16 run's weights stay bf16,
     as the trainer saved them), the merged model written into ``out``."""
-    import torch  # lazy: heavy
-    from safetensors import safe_open
-
-    with safe_open(str(adapter / "adapter_model.safetensors"), framework="pt") as f:
-        dtype = f.get_slice(next(iter(f.keys()))).get_dtype()
-    torch_dtype = {"BF16": torch.bfloat16, "F16": torch.float16}.get(dtype, torch.float32)
-    return merge_adapter_folder(adapter, out, base_model, dtype=torch_dtype)
+    return merge_adapter_folder(adapter, out, base_model)
 
 
 def answer_count(folder: Path) -> int:

@@ -58,12 +58,24 @@ def merge(model):
     return model.merge_and_unload() if is_peft(model) else model
 
 
+def adapter_dtype(adapter_dir: str | Path):
+    """The torch dtype a saved adapter's weights are stored in (fp32 unless bf16 or fp16)."""
+    import torch  # lazy: heavy
+    from safetensors import safe_open
+
+    with safe_open(str(Path(adapter_dir) / "adapter_model.safetensors"), framework="pt") as f:
+        stored = f.get_slice(next(iter(f.keys()))).get_dtype()
+    return {"BF16": torch.bfloat16, "F16": torch.float16}.get(stored, torch.float32)
+
+
 def merge_adapter_folder(adapter_dir: str | Path, out_dir: str | Path, base_model: str | None = None,
                          dtype=None) -> Path:
     """Merge a saved adapter (e.g. a checkpoint of an interrupted LoRA run) into a plain folder.
 
     The base model is read from the adapter's own config unless ``base_model`` is given; ``dtype``
-    (a torch dtype) is the one the base is loaded and merged in (default: transformers').
+    (a torch dtype) is the one the base is loaded and merged in, by default the adapter's own (a
+    bf16 run's weights stay bf16, as the trainer saved them; transformers' default would load the
+    base in the dtype its config names, which folds an fp32 adapter into bf16 weights).
     """
     from peft import PeftConfig, PeftModel  # lazy: heavy, training only
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
@@ -72,8 +84,8 @@ def merge_adapter_folder(adapter_dir: str | Path, out_dir: str | Path, base_mode
     if not (adapter_dir / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{adapter_dir} holds no adapter_config.json; give the adapter folder of a LoRA run")
     base = resolve_model(base_model or PeftConfig.from_pretrained(adapter_dir).base_model_name_or_path)
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, **({'dtype': dtype} if dtype else {})),
-                                      adapter_dir)
+    dtype = dtype or adapter_dtype(adapter_dir)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), adapter_dir)
     merge(model).save_pretrained(out_dir)
     tok_source = adapter_dir if (adapter_dir / "tokenizer_config.json").is_file() else base
     AutoTokenizer.from_pretrained(tok_source).save_pretrained(out_dir)
