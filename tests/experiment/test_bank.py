@@ -76,6 +76,19 @@ def test_a_fresh_machine_is_restored_with_the_marker_last_and_nothing_there_over
     assert B.restore(fresh, bank, "m", merge=merge) == [] and len(merged) == 1  # once restored, left alone
 
 
+def test_an_unfinished_local_run_is_set_aside_not_deleted_when_the_bank_has_a_finished_one(tmp_path):
+    out, bank, here = tmp_path / "run", tmp_path / "bank", tmp_path / "here"
+    _run_folder(out)
+    B.save(out, bank)
+    for n in (1, 2):  # an interrupted run on this machine, twice: its checkpoint is what it wrote
+        _write(here / "train-tools/checkpoints/checkpoint-8/adapter_model.safetensors", f"try {n}")
+        B.restore(here, bank, "m", merge=lambda adapter, dst, base: None)
+        (here / "train-tools/train_summary.json").unlink()  # unfinished again for the second try
+    assert (here / "train-tools.unfinished/checkpoints/checkpoint-8/adapter_model.safetensors").read_text() == "try 1"
+    assert (here / "train-tools.unfinished-2/checkpoints/checkpoint-8/adapter_model.safetensors").read_text() == "try 2"
+    assert (here / "train-tools/adapter/adapter_model.safetensors").read_text() == "weights"
+
+
 def _stub(monkeypatch, calls: list) -> None:
     """The recipe's stages as fakes that write their markers; evaluation answers until stopped."""
     def stage(name, marker=None):

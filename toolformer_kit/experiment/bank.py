@@ -101,7 +101,9 @@ def restore(out: Path, bank: Path, base_model: str,
     for run in TRAIN_RUNS:
         src, dst = bank / run, out / run
         if (src / SUMMARY).is_file() and not (dst / SUMMARY).is_file():
-            shutil.rmtree(dst, ignore_errors=True)  # an unfinished run there: the banked one is finished
+            if dst.exists():  # an unfinished run there: the banked one is finished; keep it aside
+                aside = _set_aside(dst)
+                log.warning("%s was unfinished and the bank holds a finished one: moved it to %s", dst, aside)
             shutil.copytree(src / ADAPTER_DIR, dst / ADAPTER_DIR)
             for name in TRAIN_FILES:
                 if (src / name).is_file():
@@ -114,6 +116,17 @@ def restore(out: Path, bank: Path, base_model: str,
     if restored:
         log.info("restored from %s: %s", bank, ", ".join(restored[:6]) + (" …" if len(restored) > 6 else ""))
     return restored
+
+
+def _set_aside(folder: Path) -> Path:
+    """Move ``folder`` to the first free ``NAME.unfinished[-N]`` beside it, so that a restore never
+    deletes what a run wrote (its checkpoints may be worth more than the log says)."""
+    n, aside = 1, folder.with_name(folder.name + ".unfinished")
+    while aside.exists():
+        n += 1
+        aside = folder.with_name(f"{folder.name}.unfinished-{n}")
+    folder.rename(aside)
+    return aside
 
 
 def _copy_missing(bank: Path, out: Path, rels: Iterable[Path]) -> list[str]:
