@@ -368,8 +368,14 @@ def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str =
     if verdict:
         return lines + [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held "
                         f"{verdict['as_of']}, **{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} "
-                        f"%)** were judged useful ({where}`judged.json`). " + verdict["how"], ""]
+                        f"%)** were judged useful ({where}`judged.json`). " + verdict["how"], ""] + _breakdown(verdict)
     return lines + ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
+
+
+def _breakdown(verdict: dict) -> list[str]:
+    """The judged sample's counts by kind, as a table (judged.json's ``breakdown``, if it has one)."""
+    counts = verdict.get("breakdown") or {}
+    return (["| judged | calls |", "|---|---|"] + [f"| {k} | {n} |" for k, n in counts.items()] + [""]) if counts else []
 
 
 def _kept_lines(s: dict) -> list[str]:
