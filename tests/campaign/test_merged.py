@@ -69,3 +69,14 @@ def test_the_command_runs_on_the_published_datasets(tmp_path, capsys):
     assert summary["texts"] == sum(published)  # no window is in both, so every text stays one row
     assert set(summary["calls_by_tool"]) == {"Calculator", "WikiSearch", "QA"}
     assert "written to" in capsys.readouterr().out
+
+
+def test_the_card_says_which_datasets_were_still_banking_when_merged(tmp_path):
+    done = _dataset(tmp_path, "a", [_row("x", [("Calculator", "2+3", "5", 8)])], [])
+    going = _dataset(tmp_path, "b", [_row("y", [("MT", "chat", "cat", 3)])], [])
+    (Path(done) / "data" / "summary.json").write_text(json.dumps({"complete": True, "stopped": "target", "target_calls": 300}))
+    (Path(going) / "data" / "summary.json").write_text(json.dumps({"complete": False, "stopped": "time", "target_calls": 1000}))
+    build_merged([done, going], tmp_path / "all")
+    card = (tmp_path / "all" / "README.md").read_text()
+    assert "| complete (stopped by target; target 300 calls) |" in card
+    assert "| in progress (stopped by time; target 1000 calls) |" in card and "A snapshot" in card

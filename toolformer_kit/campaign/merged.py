@@ -50,6 +50,17 @@ def _candidates(row: dict, text_key: str) -> list[Candidate]:
                       kept=True, score=c.get("score")) for c in row["calls"]]
 
 
+def dataset_state(folder: str | Path) -> str:
+    """Whether a campaign's dataset was finished when merged, from its data/summary.json: one that
+    is still banking towards its target makes the merge a snapshot of it."""
+    path = Path(folder) / "data" / "summary.json"
+    if not path.is_file():
+        return "–"
+    s = json.loads(path.read_text(encoding="utf-8"))
+    target = f"target {s['target_calls']} calls" if s.get("target_calls") else "no target"
+    return f"{'complete' if s.get('complete') else 'in progress'} (stopped by {s.get('stopped', '?')}; {target})"
+
+
 def merge_rows(datasets: Sequence[tuple[str, list[dict]]], cap: int = PAPER_CAP, seed: int = 0) -> list[dict]:
     """The merged C* rows: one per distinct (id, text without calls), its calls from every dataset
     joined (one per position), each tool capped at ``cap`` texts, in a seeded order. Each row names
@@ -112,7 +123,7 @@ def build_merged(folders: Sequence[str], out: str | Path, cap: int = PAPER_CAP, 
     rows = merge_rows([(n, c) for n, c, _ in datasets], cap, seed)
     docs = merge_documents([(n, d) for n, _, d in datasets])
     summary = {"datasets": list(map(str, folders)), "cap_per_tool": cap, "seed": seed, "command": command,
-               **mix(rows), "documents": len(docs)}
+               **mix(rows), "documents": len(docs), "states": {str(f): dataset_state(f) for f in folders}}
     data = Path(out) / "data"
     data.mkdir(parents=True, exist_ok=True)
     for name, items in (("cstar.jsonl", rows), ("documents.jsonl", docs)):
@@ -128,12 +139,15 @@ def merged_card(s: dict) -> str:
              f"**{s['calls']} calls in {s['texts']} texts** from {len(s['datasets'])} datasets, for one model "
              "fine-tuned on every tool's calls (the paper's §2: C* is the union over tools). Built by "
              f"`{s['command'] or 'toolformer merge'}` from the published folders alone; nothing is annotated again.",
-             "", "| dataset | texts | card |", "|---|---|---|"]
-    lines += [f"| `{d}` | {s['texts_by_dataset'].get(d, 0)} | [{Path(d).name}](../{Path(d).name}/README.md) |"
-              for d in s["datasets"]]
+             "", "| dataset | texts | state when merged | card |", "|---|---|---|---|"]
+    lines += [f"| `{d}` | {s['texts_by_dataset'].get(d, 0)} | {s.get('states', {}).get(d, '–')} | "
+              f"[{Path(d).name}](../{Path(d).name}/README.md) |" for d in s["datasets"]]
     lines += ["", "| tool | calls |", "|---|---|"] + [f"| {t} | {n} |" for t, n in s["calls_by_tool"].items()]
     lines += ["", f"- Mix: every text of every dataset (no re-weighting), in a seeded order (seed {s['seed']}); "
               f"each tool's calls in at most {s['cap_per_tool']} texts (the paper's cap is {PAPER_CAP}).",
               "- A window annotated by two datasets (same id and text) holds the calls of both, one per position.",
-              f"- `data/documents.jsonl`: the {s['documents']} annotated texts without calls (+CC's C).", ""]
+              f"- `data/documents.jsonl`: the {s['documents']} annotated texts without calls (+CC's C).",
+              "- A snapshot: a recipe that names the datasets (`cstar_dataset: A,B,...`, e.g. "
+              "`configs/experiments/all.yaml`) builds the same merge on the fly from the folders as they are when it "
+              "runs, and writes its own mix into its manifest; run this command again after a dataset grows.", ""]
     return "\n".join(lines)
