@@ -118,7 +118,7 @@ def _stub(monkeypatch, calls: list) -> None:
     monkeypatch.setattr(R, "stage_train", stage("train", "train-tools/train_summary.json"))
     monkeypatch.setattr(R, "stage_probe", stage("probe"))
     monkeypatch.setattr(R, "stage_eval", evaluate)
-    monkeypatch.setattr(B, "merge_in_dtype", lambda adapter, dst, base: calls.append("merge"))
+    monkeypatch.setattr(B, "merge_adapter_folder", lambda adapter, dst, base: calls.append("merge"))
 
 
 def test_max_minutes_stops_inside_a_stage_banks_it_and_a_fresh_machine_goes_on(tmp_path, monkeypatch):
@@ -181,7 +181,7 @@ def test_a_restored_adapter_merges_into_the_weights_the_trainer_wrote(tmp_path):
             p.data.normal_(0, 0.02)  # a trained adapter: B is no longer zero
     peft.save_pretrained(tmp_path / "run" / "adapter")
     merge(peft).save_pretrained(tmp_path / "trainer")
-    B.merge_in_dtype(tmp_path / "run" / "adapter", tmp_path / "run", "smollm2-135m")
+    B.merge_adapter_folder(tmp_path / "run" / "adapter", tmp_path / "run", "smollm2-135m")
     ours, theirs = load_file(str(tmp_path / "run" / "model.safetensors")), load_file(
         str(tmp_path / "trainer" / "model.safetensors"))
     assert ours.keys() == theirs.keys()

@@ -140,7 +140,7 @@ def merged_card(s: dict) -> str:
              "fine-tuned on every tool's calls (the paper's §2: C* is the union over tools). Built by "
              f"`{s['command'] or 'toolformer merge'}` from the published folders alone; nothing is annotated again.",
              "", "| dataset | texts | state when merged | card |", "|---|---|---|---|"]
-    lines += [f"| `{d}` | {s['texts_by_dataset'].get(d, 0)} | {s.get('states', {}).get(d, '–')} | "
+    lines += [f"| `{d}` | {s['texts_by_dataset'].get(d, 0)} | {s['states'][d]} | "
               f"[{Path(d).name}](../{Path(d).name}/README.md) |" for d in s["datasets"]]
     lines += ["", "| tool | calls |", "|---|---|"] + [f"| {t} | {n} |" for t, n in s["calls_by_tool"].items()]
     lines += ["", f"- Mix: every text of every dataset (no re-weighting), in a seeded order (seed {s['seed']}); "

@@ -93,7 +93,7 @@ def restore(out: Path, bank: Path, base_model: str,
             merge: Callable[[Path, Path, str], object] | None = None) -> list[str]:
     """Fill run folder ``out`` from ``bank``: every banked file ``out`` lacks, and each banked
     fine-tuning run that ``out`` has not finished, merged into ``base_model`` again (``merge``:
-    :func:`merge_in_dtype`, replaced in tests). Returns what was restored, for the log."""
+    :func:`~toolformer_kit.train.lora.merge_adapter_folder`, in the adapter's own dtype; replaced in tests). Returns what was restored, for the log."""
     out, bank = Path(out), Path(bank)
     if not bank.is_dir():
         return []
@@ -108,7 +108,7 @@ def restore(out: Path, bank: Path, base_model: str,
             for name in TRAIN_FILES:
                 if (src / name).is_file():
                     shutil.copy2(src / name, dst / name)
-            (merge or merge_in_dtype)(dst / ADAPTER_DIR, dst, base_model)
+            (merge or merge_adapter_folder)(dst / ADAPTER_DIR, dst, base_model)
             shutil.copy2(src / SUMMARY, dst / SUMMARY)  # the marker, last
             restored.append(run)
     evaluated = [p.relative_to(bank) for pattern in EVAL for p in sorted(bank.glob(pattern))]
@@ -137,12 +137,6 @@ def _copy_missing(bank: Path, out: Path, rels: Iterable[Path]) -> list[str]:
             shutil.copy2(bank / rel, out / rel)
             done.append(str(rel))
     return done
-
-
-def merge_in_dtype(adapter: Path, out: Path, base_model: str) -> Path:
-    """The adapter folded into its base in the adapter's own dtype (a bf16 run's weights stay bf16,
-    as the trainer saved them), the merged model written into ``out``."""
-    return merge_adapter_folder(adapter, out, base_model)
 
 
 def answer_count(folder: Path) -> int:

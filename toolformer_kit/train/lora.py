@@ -73,9 +73,10 @@ def merge_adapter_folder(adapter_dir: str | Path, out_dir: str | Path, base_mode
     """Merge a saved adapter (e.g. a checkpoint of an interrupted LoRA run) into a plain folder.
 
     The base model is read from the adapter's own config unless ``base_model`` is given; ``dtype``
-    (a torch dtype) is the one the base is loaded and merged in, by default the adapter's own (a
-    bf16 run's weights stay bf16, as the trainer saved them; transformers' default would load the
-    base in the dtype its config names, which folds an fp32 adapter into bf16 weights).
+    (a torch dtype) is the one the base is loaded and merged in, by default the adapter's own: the
+    trainer keeps fp32 weights (a bf16 run autocasts), so its adapters merge into the fp32 weights it
+    merged in memory; a bf16 adapter (``publish_adapter``'s) merges in bf16. Transformers' default
+    would load the base in the dtype its config names and fold an fp32 adapter into bf16 weights.
     """
     from peft import PeftConfig, PeftModel  # lazy: heavy, training only
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: heavy
