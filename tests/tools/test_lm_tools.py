@@ -97,6 +97,52 @@ def test_qa_batch_answers_as_one_call_at_a_time_does():
     assert len(lm.prompts) == 3  # a question without retrieved sentences asks the reader nothing
 
 
+class BestSentenceLM:
+    """A reader that answers with the last word of the best sentence it is shown (the prompt's
+    last passage line) that the question does not hold: the reply with the most support there
+    is, so it passes the support check wherever any reply could."""
+
+    name = "best-sentence"
+
+    def __init__(self):
+        self.prompts = []
+
+    def sample(self, prefixes, n, stop="]", config=None, **_):
+        self.prompts += list(prefixes)
+        return [[Sample(" " + self._reply(p) + "\n", True)] for p in prefixes]
+
+    @staticmethod
+    def _reply(prompt):
+        block = prompt.split("\n\n")[-1]
+        question = block.split("Question: ")[-1].lower()
+        best = [ln for ln in block.splitlines() if ln.startswith("(")][-1].split(": ", 1)[-1]
+        words = [w.strip(".,;()\"'") for w in best.split()]
+        return next((w for w in reversed(words) if w and w.lower() not in question), "unknown")
+
+
+def test_the_reader_is_not_run_where_no_sentence_could_support_an_answer():
+    """A question whose chosen sentences hold less than MIN_SUPPORT of its word weight gets no
+    answer whatever the reader writes, so the reader skips it (40 % of a search campaign's QA
+    questions): the answers are the same as reading every question, one by one or batched."""
+    from toolformer_kit.tools.qa import QAReader, choose, corpus_idf, judge, reader_prompt
+
+    questions = ["Who painted the Mona Lisa?", "Which opera did the Danube compose about volcanoes?",  # weak: 0.27
+                 "Which emperor invented the saxophone in Antarctica?",  # 0.351: read
+                 "How many penguins sang at the Olympic volcano festival?",  # weak: 0.251
+                 "Which family has swallowtail butterflies?", "What did they migrate to?", "String"]
+    index = default_index()
+    every = []
+    for q in questions:  # what reading every question that has sentences gives
+        r = choose(q, index)
+        every.append(judge(r, BestSentenceLM._reply(reader_prompt(q, list(reversed(r.chosen)))),
+                           corpus_idf(index)).answer if r.chosen else None)
+    lm = BestSentenceLM()
+    batched = QAReader(lm=lm).answer_many(questions)
+    single = [QAReader(lm=BestSentenceLM()).answer(q) for q in questions]
+    assert batched == single == every
+    assert any(every) and len(lm.prompts) < sum(bool(choose(q, index).chosen) for q in questions)
+
+
 def test_qa_trace_scores_the_reader_s_confidence_in_a_grounded_span():
     """issue 40, item 3: the margin of the span's first token over " unknown"'s is recorded for
     every grounded span (the signal a later abstention rule is tuned on), and for nothing else."""

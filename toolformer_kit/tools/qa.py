@@ -283,7 +283,7 @@ class Reading:
     chosen: list[tuple[str, str]]
     raw: Optional[str] = None
     answer: Optional[str] = None
-    why: str = "no sentence"  # no sentence | unknown | not grounded | unsupported | answered
+    why: str = "no sentence"  # no sentence | weak sentences | unknown | not grounded | unsupported | answered
     support: Optional[float] = None
     margin: Optional[float] = None  # see :func:`margin`; scored for grounded spans only
     span: Optional[str] = None  # the grounded span, kept or not
@@ -291,6 +291,22 @@ class Reading:
     def trace(self) -> dict:
         return {"answer": self.answer, "raw": self.raw, "why": self.why, "support": self.support,
                 "margin": self.margin, "span": self.span, "sentences": [f"{t}: {s}" for t, s in self.chosen]}
+
+
+def best_support(reading: Reading, weight: Weight | None = None) -> float:
+    """The most :func:`support` (rounded as :func:`judge` rounds it) that any reply could get from
+    the reading's sentences: the share of the question's word weight that the best of them holds.
+    Why: below :data:`MIN_SUPPORT` no reply passes :func:`judge`, so the reader need not run, and
+    the answers stay the same (about 40 % of a search campaign's QA questions, measured on the
+    first search bank's shards 200–267: 482 of 1,208 read).
+
+    >>> best_support(Reading("Where was Einstein born?", [("Ulm", "Ulm is a city on the Danube.")]))
+    0.0
+    """
+    want = content_words(reading.question)
+    total = _overlap(want, want, set(), weight)
+    best = max((_overlap(want, content_words(s), content_words(t), weight) for t, s in reading.chosen), default=0.0)
+    return round(best / total, 3) if total else 0.0
 
 
 def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support: float = MIN_SUPPORT) -> Reading:
@@ -333,13 +349,18 @@ def score_margins(readings: Sequence[Reading], prompts: Sequence[str], reader: L
 def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
               top: int = SENTENCES, max_new_tokens: int = 16, score: bool = False) -> list[Reading]:
     """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
-    over all questions that have sentences (best sentence last), each reply judged; with ``score``
-    each grounded span's :func:`margin` as well (one more pass; for diagnosis)."""
+    over all questions whose sentences could support an answer (:func:`best_support`; best
+    sentence last), each reply judged; with ``score`` (for diagnosis) the reader reads every
+    question that has sentences, and each grounded span's :func:`margin` is scored (one more pass)."""
     readings = [choose(q, index, k, top) for q in questions]
-    asked = [r for r in readings if r.chosen]
+    weight = corpus_idf(index)
+    for r in readings:
+        if r.chosen and not score and best_support(r, weight) < MIN_SUPPORT:
+            r.why = "weak sentences"
+    asked = [r for r in readings if r.chosen and r.why != "weak sentences"]
     prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
     for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
-        judge(reading, raw, corpus_idf(index))
+        judge(reading, raw, weight)
     if score:
         score_margins(asked, prompts, reader)
     return readings
@@ -350,7 +371,7 @@ def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: in
     """Sentence-level retrieval over the top ``k`` passages, the reader on the ``top`` best
     sentences (best last), and its answer kept only if :func:`judge` finds it grounded and supported."""
     reading = choose(question, index, k, top)
-    if not reading.chosen:
+    if not reading.chosen or best_support(reading, corpus_idf(index)) < MIN_SUPPORT:
         return None
     raw = reader.complete(reader_prompt(question, list(reversed(reading.chosen))), max_new_tokens)
     return judge(reading, raw, corpus_idf(index)).answer
