@@ -368,7 +368,8 @@ def _examples_and_judgement(rows: list[dict], verdict: dict | None, where: str =
     if verdict:
         return lines + [f"Of a random sample of {verdict['sample']} kept calls, drawn when the bank held "
                         f"{verdict['as_of']}, **{verdict['useful']} ({100 * verdict['useful'] / verdict['sample']:.0f} "
-                        f"%)** were judged useful ({where}`judged.json`). " + verdict["how"], ""] + _breakdown(verdict)
+                        f"%)** were judged useful ({where}`judged.json`). " + verdict["how"], ""] + _breakdown(verdict) \
+            + _later_reads(verdict)
     return lines + ["Not judged yet: `data/judge-sample.jsonl` holds the random sample to judge.", ""]
 
 
@@ -376,6 +377,13 @@ def _breakdown(verdict: dict) -> list[str]:
     """The judged sample's counts by kind, as a table (judged.json's ``breakdown``, if it has one)."""
     counts = verdict.get("breakdown") or {}
     return (["| judged | calls |", "|---|---|"] + [f"| {k} | {n} |" for k, n in counts.items()] + [""]) if counts else []
+
+
+def _later_reads(verdict: dict) -> list[str]:
+    """Calls banked after the random sample was drawn and read the same way (judged.json's
+    ``later``): a campaign that goes on after its judging says whether its new calls look alike."""
+    return [f"Later, {r['read']} calls banked after the sample ({r['banked']}) were read by the same rule: "
+            f"**{r['useful']} useful**. {r.get('how', '')}".rstrip() + "\n" for r in verdict.get("later") or []]
 
 
 def _kept_lines(s: dict) -> list[str]:
