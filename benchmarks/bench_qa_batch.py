@@ -14,6 +14,14 @@ after the other on the same questions (the campaign's reader was fp32 until 2026
 model ran bf16), and prints seconds, the ratio and how many answers agree:
 
     python benchmarks/bench_qa_batch.py --compare-dtype --n 96 --json results/throughput/qa_dtype.json
+
+``--compare-skip`` replays a search campaign's QA execution as the campaign runs it: the questions
+the model asked of each banked window, one batch per window over the index without that window
+(issue 40's self-exclusion), with the reader skipping the questions whose sentences cannot support
+an answer (``best_support``) and reading them all, one after the other on one loaded reader; it
+prints seconds, the ratio, the reader prompts each side ran and how many answers agree:
+
+    python benchmarks/bench_qa_batch.py --compare-skip --windows 24 --json results/throughput/qa_skip.json
 """
 
 from __future__ import annotations
@@ -52,8 +60,17 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--compare-dtype", action="store_true", help="fp32 reader vs bf16 reader, both batched")
+    ap.add_argument("--compare-skip", action="store_true",
+                    help="a campaign's QA execution with the reader skipping weak sentences vs reading them all")
+    ap.add_argument("--windows", type=int, default=24, help="--compare-skip: banked windows to replay")
+    ap.add_argument("--documents", default="datasets/cstar-search-v2/data/documents.jsonl",
+                    help="--compare-skip: the banked windows' texts")
+    ap.add_argument("--corpus", default="runs/cstar-search/search.jsonl",
+                    help="--compare-skip: the campaign's search index (written by its first run)")
     args = ap.parse_args(argv)
     set_threads(args.threads)
+    if args.compare_skip:
+        return compare_skip(args)
     qs = questions(args.n, args.bank, args.data_dir or default_data_dir())
     if args.compare_dtype:
         return compare_dtype(args, qs)
@@ -116,6 +133,61 @@ def compare_dtype(args, qs: list[str]) -> int:
     for d in out["differ"][:10]:
         print(f"  differs: {d['q']!r}: {d['fp32']!r} vs {d['bf16']!r}")
     if args.json:
+        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def window_questions(bank: str, documents: str, n: int) -> list[tuple[dict, list[str]]]:
+    """The last ``n`` banked windows with QA calls whose text ``documents`` holds, each with its
+    distinct QA inputs in bank order: what one window's QA batch asks in the campaign."""
+    docs = {}
+    for line in open(documents, encoding="utf-8"):
+        d = json.loads(line)
+        docs[d["id"]] = d
+    asked: dict[str, list[str]] = {}
+    for f in sorted(glob.glob(f"{bank}/shard-*.jsonl")):
+        for line in open(f, encoding="utf-8"):
+            r = json.loads(line)
+            if r.get("tool") == "QA" and r["doc_id"] in docs:
+                asked.setdefault(r["doc_id"], [])
+                if r["input"] not in asked[r["doc_id"]]:
+                    asked[r["doc_id"]].append(r["input"])
+    return [(docs[i], qs) for i, qs in list(asked.items())[-n:]]
+
+
+def compare_skip(args) -> int:
+    from toolformer_kit.tools.qa import QAReader, read_many
+
+    windows = window_questions(args.bank, args.documents, args.windows)
+    lm = load_lm(args.model, dtype=args.dtype)
+    qa = QAReader(lm=lm, corpus=args.corpus)
+    qa.prepare()
+    views = [qa.excluding(d["text"], str(d.get("title") or "")) for d, _ in windows]
+    read_many(windows[0][1][:2], qa.reader, views[0].index())  # warm the kernels and the index
+    sides = {}
+    for skip in (True, False):
+        t0 = time.perf_counter()
+        rows = [read_many(qs, qa.reader, v.index(), qa.k, qa.top, skip_weak=skip) for v, (_, qs) in zip(views, windows)]
+        sides[skip] = (time.perf_counter() - t0, [r for batch in rows for r in batch])
+    (skip_s, skipped), (all_s, read) = sides[True], sides[False]
+    same = sum(a.answer == b.answer for a, b in zip(skipped, read))
+    out = {"windows": len(windows), "questions": len(read), "model": args.model,
+           "dtype": str(getattr(lm, "dtype", args.dtype)), "skip_s": round(skip_s, 2), "read_all_s": round(all_s, 2),
+           "speedup": round(all_s / skip_s, 2), "identical": same,
+           "read_skipping": sum(r.raw is not None for r in skipped), "read_all": sum(r.raw is not None for r in read),
+           "answered_skipping": sum(r.answer is not None for r in skipped),
+           "answered_all": sum(r.answer is not None for r in read),
+           "differ": [{"q": a.question, "skipping": a.answer, "all": b.answer, "why": [a.why, b.why]}
+                      for a, b in zip(skipped, read) if a.answer != b.answer],
+           "command": "python " + " ".join(sys.argv)}
+    print(f"{len(read)} QA calls of {len(windows)} banked windows, {args.model} {out['dtype']}: skipping weak "
+          f"sentences {out['skip_s']} s ({out['read_skipping']} read), reading all {out['read_all_s']} s "
+          f"({out['read_all']} read): {out['speedup']}x; identical answers {same}/{len(read)}; "
+          f"answered {out['answered_skipping']} vs {out['answered_all']}")
+    for d in out["differ"][:10]:
+        print(f"  differs: {d['q']!r}: {d['skipping']!r} vs {d['all']!r} ({d['why']})")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
 

@@ -347,15 +347,17 @@ def score_margins(readings: Sequence[Reading], prompts: Sequence[str], reader: L
 
 
 def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int = SENTENCE_PASSAGES,
-              top: int = SENTENCES, max_new_tokens: int = 16, score: bool = False) -> list[Reading]:
+              top: int = SENTENCES, max_new_tokens: int = 16, score: bool = False,
+              skip_weak: bool = True) -> list[Reading]:
     """Sentence-level retrieval over the top ``k`` passages of each question, the reader run once
-    over all questions whose sentences could support an answer (:func:`best_support`; best
-    sentence last), each reply judged; with ``score`` (for diagnosis) the reader reads every
-    question that has sentences, and each grounded span's :func:`margin` is scored (one more pass)."""
+    over all questions whose sentences could support an answer (:func:`best_support`; with
+    ``skip_weak`` False, over every question that has sentences: the same answers, for diagnosis
+    and ``benchmarks/bench_qa_batch.py --compare-skip``), best sentence last, each reply judged;
+    with ``score`` each grounded span's :func:`margin` as well (one more pass; for diagnosis)."""
     readings = [choose(q, index, k, top) for q in questions]
     weight = corpus_idf(index)
     for r in readings:
-        if r.chosen and not score and best_support(r, weight) < MIN_SUPPORT:
+        if r.chosen and skip_weak and best_support(r, weight) < MIN_SUPPORT:
             r.why = "weak sentences"
     asked = [r for r in readings if r.chosen and r.why != "weak sentences"]
     prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
@@ -501,7 +503,8 @@ class QAReader:
     def trace_many(self, questions: Sequence[str]) -> list[dict]:
         if not self.sentence_level:
             return [{"answer": a} for a in self.answer_many(questions)]
-        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top, score=True)]
+        return [r.trace() for r in read_many(questions, self.reader, self.index(), self.k, self.top, score=True,
+                                                skip_weak=False)]
 
 
 def qa_tool(model: str | None = None, lm: LanguageModel | None = None, corpus: str | None = None,
