@@ -93,15 +93,20 @@ def main(argv=None) -> int:
            "answered_single": sum(a is not None for a in single),
            "answered_batched": sum(b is not None for b in batched),
            "differ": [{"q": q, "single": a, "batched": b} for q, a, b in zip(qs, single, batched) if a != b]}
-    print(f"{len(qs)} QA calls, {args.model} {out['dtype']}: one by one {out['single_s']} s "
-          f"({len(qs) / (t1 - t0):.2f}/s), batches of {args.batch} {out['batched_s']} s "
-          f"({len(qs) / (t2 - t1):.2f}/s): {out['speedup']}x; identical answers {same}/{len(qs)}; "
-          f"answered {out['answered_single']} vs {out['answered_batched']}")
+    return report(out, f"{len(qs)} QA calls, {args.model} {out['dtype']}: one by one {out['single_s']} s "
+                       f"({len(qs) / (t1 - t0):.2f}/s), batches of {args.batch} {out['batched_s']} s "
+                       f"({len(qs) / (t2 - t1):.2f}/s): {out['speedup']}x; identical answers {same}/{len(qs)}; "
+                       f"answered {out['answered_single']} vs {out['answered_batched']}", ("single", "batched"), args.json)
+
+
+def report(out: dict, line: str, sides: tuple[str, str], path: str | None) -> int:
+    """Print a comparison's line and its first ten differing answers; write ``out`` to ``path``."""
+    print(line)
     for d in out["differ"][:10]:
-        print(f"  differs: {d['q']!r}: {d['single']!r} vs {d['batched']!r}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
+        print(f"  differs: {d['q']!r}: {d[sides[0]]!r} vs {d[sides[1]]!r}" + (f" ({d['why']})" if "why" in d else ""))
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(out, indent=1) + "\n")
     return 0
 
 
@@ -127,14 +132,9 @@ def compare_dtype(args, qs: list[str]) -> int:
            "bf16_s": round(bf16_s, 2), "speedup": round(fp32_s / bf16_s, 2), "identical": same,
            "answered_fp32": sum(a is not None for a in fp32), "answered_bf16": sum(b is not None for b in bf16),
            "differ": [{"q": q, "fp32": a, "bf16": b} for q, a, b in zip(qs, fp32, bf16) if a != b]}
-    print(f"{len(qs)} QA calls in batches of {args.batch}, {args.model}: reader fp32 {out['fp32_s']} s, "
-          f"bf16 {out['bf16_s']} s: {out['speedup']}x; identical answers {same}/{len(qs)}; "
-          f"answered {out['answered_fp32']} vs {out['answered_bf16']}")
-    for d in out["differ"][:10]:
-        print(f"  differs: {d['q']!r}: {d['fp32']!r} vs {d['bf16']!r}")
-    if args.json:
-        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
-    return 0
+    return report(out, f"{len(qs)} QA calls in batches of {args.batch}, {args.model}: reader fp32 {out['fp32_s']} s, "
+                       f"bf16 {out['bf16_s']} s: {out['speedup']}x; identical answers {same}/{len(qs)}; "
+                       f"answered {out['answered_fp32']} vs {out['answered_bf16']}", ("fp32", "bf16"), args.json)
 
 
 def window_questions(bank: str, documents: str, n: int) -> list[tuple[dict, list[str]]]:
@@ -180,16 +180,11 @@ def compare_skip(args) -> int:
            "differ": [{"q": a.question, "skipping": a.answer, "all": b.answer, "why": [a.why, b.why]}
                       for a, b in zip(skipped, read) if a.answer != b.answer],
            "command": "python " + " ".join(sys.argv)}
-    print(f"{len(read)} QA calls of {len(windows)} banked windows, {args.model} {out['dtype']}: skipping weak "
-          f"sentences {out['skip_s']} s ({out['read_skipping']} read), reading all {out['read_all_s']} s "
-          f"({out['read_all']} read): {out['speedup']}x; identical answers {same}/{len(read)}; "
-          f"answered {out['answered_skipping']} vs {out['answered_all']}")
-    for d in out["differ"][:10]:
-        print(f"  differs: {d['q']!r}: {d['skipping']!r} vs {d['all']!r} ({d['why']})")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.json, json.dumps(out, indent=1) + "\n")
-    return 0
+    return report(out, f"{len(read)} QA calls of {len(windows)} banked windows, {args.model} {out['dtype']}: "
+                       f"skipping weak sentences {out['skip_s']} s ({out['read_skipping']} read), reading all "
+                       f"{out['read_all_s']} s ({out['read_all']} read): {out['speedup']}x; identical answers "
+                       f"{same}/{len(read)}; answered {out['answered_skipping']} vs {out['answered_all']}",
+                  ("skipping", "all"), args.json)
 
 
 if __name__ == "__main__":

@@ -239,10 +239,14 @@ def support(answer: str, chosen: Sequence[tuple[str, str]], question: str, weigh
     >>> support("Ulm", chosen, "Where was Einstein born?"), support("the Danube", chosen, "Where was Einstein born?")
     (0.75, 0.0)
     """
+    return _best_share(question, [(t, s) for t, s in chosen if _norm(answer) in _norm(s)], weight)
+
+
+def _best_share(question: str, chosen: Sequence[tuple[str, str]], weight: Weight | None) -> float:
+    """The share of the question's word weight that the best of ``chosen`` (with its title) holds."""
     want = content_words(question)
     total = _overlap(want, want, set(), weight)
-    held = [_overlap(want, content_words(s), content_words(t), weight) for t, s in chosen
-            if _norm(answer) in _norm(s)]
+    held = [_overlap(want, content_words(s), content_words(t), weight) for t, s in chosen]
     return max(held, default=0.0) / total if total else 0.0
 
 
@@ -303,10 +307,7 @@ def best_support(reading: Reading, weight: Weight | None = None) -> float:
     >>> best_support(Reading("Where was Einstein born?", [("Ulm", "Ulm is a city on the Danube.")]))
     0.0
     """
-    want = content_words(reading.question)
-    total = _overlap(want, want, set(), weight)
-    best = max((_overlap(want, content_words(s), content_words(t), weight) for t, s in reading.chosen), default=0.0)
-    return round(best / total, 3) if total else 0.0
+    return round(_best_share(reading.question, reading.chosen, weight), 3)
 
 
 def judge(reading: Reading, raw: str, weight: Weight | None = None, min_support: float = MIN_SUPPORT) -> Reading:
@@ -356,10 +357,12 @@ def read_many(questions: Sequence[str], reader: LazyLM, index: BM25Index, k: int
     with ``score`` each grounded span's :func:`margin` as well (one more pass; for diagnosis)."""
     readings = [choose(q, index, k, top) for q in questions]
     weight = corpus_idf(index)
+    asked = []
     for r in readings:
         if r.chosen and skip_weak and best_support(r, weight) < MIN_SUPPORT:
             r.why = "weak sentences"
-    asked = [r for r in readings if r.chosen and r.why != "weak sentences"]
+        elif r.chosen:
+            asked.append(r)
     prompts = [reader_prompt(r.question, list(reversed(r.chosen))) for r in asked]
     for reading, raw in zip(asked, reader.complete_many(prompts, max_new_tokens, shared=reader_head())):
         judge(reading, raw, weight)
@@ -372,11 +375,11 @@ def answer_from_sentences(question: str, reader: LazyLM, index: BM25Index, k: in
                           top: int = SENTENCES, max_new_tokens: int = 16) -> Optional[str]:
     """Sentence-level retrieval over the top ``k`` passages, the reader on the ``top`` best
     sentences (best last), and its answer kept only if :func:`judge` finds it grounded and supported."""
-    reading = choose(question, index, k, top)
-    if not reading.chosen or best_support(reading, corpus_idf(index)) < MIN_SUPPORT:
+    reading, weight = choose(question, index, k, top), corpus_idf(index)
+    if not reading.chosen or best_support(reading, weight) < MIN_SUPPORT:
         return None
     raw = reader.complete(reader_prompt(question, list(reversed(reading.chosen))), max_new_tokens)
-    return judge(reading, raw, corpus_idf(index)).answer
+    return judge(reading, raw, weight).answer
 
 
 def answer_many_from_sentences(questions: Sequence[str], reader: LazyLM, index: BM25Index,
