@@ -252,3 +252,48 @@ def test_sigterm_stops_the_run_as_an_interrupt_with_the_answers_banked(tmp_path,
         R.run_experiment(cfg)
     assert not stop.value.on_time and (bank / ANSWERS).read_text().count("\n") > 0
     assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone with the run
+
+
+def _checkpoint(folder: Path, step: int, best: int | None, max_steps: int = 8) -> None:
+    state = {"global_step": step, "max_steps": max_steps, "best_global_step": best}
+    for name in ("adapter_model.safetensors", "optimizer.pt", "tokenizer.json"):
+        _write(folder / f"checkpoint-{step}" / name, f"{name} {step}")
+    _write(folder / f"checkpoint-{step}" / "trainer_state.json", json.dumps(state))
+
+
+def test_an_unfinished_run_banks_its_newest_checkpoint_and_the_best_and_drops_older_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(B, "checkpoint_problem", lambda ckpt: None)  # the fakes hold no real safetensors
+    out, bank = tmp_path / "run", tmp_path / "bank"
+    ckpts = out / "train-tools" / "checkpoints"
+    _write(out / "train-tools" / "train_run.json", '{"settings": {}}')
+    _checkpoint(ckpts, 2, best=2)
+    B.save(out, bank)
+    _checkpoint(ckpts, 3, best=2)
+    _checkpoint(ckpts, 4, best=2)
+    (ckpts / "checkpoint-4" / "trainer_state.json").write_text('{"cut')  # a save a kill cut off
+    B.save(out, bank)
+    kept = sorted(str(p.relative_to(bank / "train-tools")) for p in (bank / "train-tools").rglob("*") if p.is_file())
+    assert kept == ["checkpoints/checkpoint-2/adapter_model.safetensors", "checkpoints/checkpoint-2/trainer_state.json",
+                    "checkpoints/checkpoint-3/adapter_model.safetensors", "checkpoints/checkpoint-3/optimizer.pt",
+                    "checkpoints/checkpoint-3/trainer_state.json", "train_run.json"]
+    fresh = tmp_path / "fresh"
+    assert B.restore(fresh, bank, "m") == ["train-tools/checkpoints/checkpoint-3"]
+    assert (fresh / "train-tools/checkpoints/checkpoint-3/optimizer.pt").read_text() == "optimizer.pt 3"
+    assert B.restore(fresh, bank, "m") == []  # as far on as the bank already
+    B.save(tmp_path / "elsewhere", bank)  # a run folder that has not got there leaves the bank's alone
+    assert (bank / "train-tools/checkpoints/checkpoint-3/optimizer.pt").is_file()
+
+
+def test_a_bank_s_checkpoints_do_not_go_into_another_run_and_a_finished_run_drops_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(B, "checkpoint_problem", lambda ckpt: None)
+    out, bank, other = tmp_path / "run", tmp_path / "bank", tmp_path / "other"
+    _write(out / "train-tools" / "train_run.json", '{"settings": {"learning_rate": 1}}')
+    _checkpoint(out / "train-tools" / "checkpoints", 3, best=None)
+    B.save(out, bank)
+    _write(other / "train-tools" / "train_run.json", '{"settings": {"learning_rate": 2}}')
+    assert B.restore(other, bank, "m") == [] and not (other / "train-tools" / "checkpoints").exists()
+    _write(out / "train-tools/adapter/adapter_model.safetensors", "weights")
+    _write(out / "train-tools/train_summary.json", "{}")
+    B.save(out, bank)
+    assert not (bank / "train-tools" / "checkpoints").exists()
+    assert (bank / "train-tools/adapter/adapter_model.safetensors").is_file()

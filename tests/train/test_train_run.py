@@ -298,3 +298,73 @@ def test_dev_texts_with_calls_keep_them_for_the_tool_run_only(tiny_model, files,
     # the summary says which: it read "calls removed" for a run whose dev texts kept them
     assert "calls kept" in with_calls["counts"]["dev source"]
     assert "calls removed" in without["counts"]["dev source"] and "calls removed" in cc["counts"]["dev source"]
+
+
+def test_a_timed_save_between_evaluations_resumes_to_the_uninterrupted_weights(tiny_model, files, tmp_path,
+                                                                                monkeypatch):
+    """save_minutes: a checkpoint at step 3, where eval_steps 2 saves none, so a run stopped after
+    it redoes nothing; the weights end as an uninterrupted run's."""
+    import torch
+    from safetensors.torch import load_file
+
+    cstar, dev = files
+    torch.set_num_threads(1)
+    whole = trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "a", lora=True))
+    original = crash_at_step(monkeypatch, 4)
+    cfg = _cfg(tiny_model, cstar, dev, tmp_path / "b", lora=True, save_minutes=1e-9)  # every step
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(cfg)
+    assert (tmp_path / "b" / "checkpoints" / "checkpoint-3").is_dir()
+    steps_run = []
+
+    def count(self, args, state, control, **kw):
+        steps_run.append(state.global_step)
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    resumed = trainer_mod.run_training(cfg)
+    assert steps_run == [4]
+    assert resumed["evaluations"] == whole["evaluations"] and resumed["best_step"] == whole["best_step"]
+    a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(tmp_path / "b" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_an_unfinished_lora_run_goes_on_from_the_bank_on_a_fresh_machine(tiny_model, files, tmp_path, monkeypatch):
+    """experiment.bank with a real (tiny) LoRA run: stopped after step 3, banked, its run folder
+    lost; restored into a new folder, it trains step 4 only and ends with an uninterrupted run's
+    weights and best step; once finished, the bank drops the checkpoints for the adapter."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from toolformer_kit.experiment import bank as B
+
+    cstar, dev = files
+    torch.set_num_threads(1)
+    whole = trainer_mod.run_training(_cfg(tiny_model, cstar, dev, tmp_path / "a", lora=True))
+    out, bank = tmp_path / "run", tmp_path / "bank"
+    cfg = _cfg(tiny_model, cstar, dev, out / "train-tools", lora=True, save_minutes=1e-9)
+    original = crash_at_step(monkeypatch, 4)
+    with pytest.raises(KeyboardInterrupt):
+        trainer_mod.run_training(cfg)
+    B.save(out, bank)
+    banked = sorted(str(p.relative_to(bank)) for p in bank.rglob("*") if p.is_file())
+    assert "train-tools/train_run.json" in banked and "train-tools/checkpoints/checkpoint-3/optimizer.pt" in banked
+    assert not any("tokenizer" in n or "checkpoint-1/" in n for n in banked)  # the newest and the best only
+    shutil.rmtree(out)  # the machine is gone
+    assert B.restore(out, bank, tiny_model) == ["train-tools/checkpoints/checkpoint-3"]
+    steps_run = []
+
+    def count(self, args, state, control, **kw):
+        steps_run.append(state.global_step)
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    resumed = trainer_mod.run_training(cfg)
+    assert steps_run == [4] and resumed["best_step"] == whole["best_step"]
+    a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(out / "train-tools" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    B.save(out, bank)
+    assert not (bank / "train-tools" / "checkpoints").exists()
+    assert (bank / "train-tools" / "adapter" / "adapter_model.safetensors").is_file()

@@ -4,21 +4,25 @@ one sitting goes on, on a fresh machine, with the same command.
 Why: the run folder (``runs/NAME``) holds gigabytes (merged weights, checkpoints, the corpus) and is
 lost with its machine; the one-model recipe needs ~8 hours of CPU. What cannot be made again
 quickly and deterministically is small: each fine-tuning run's LoRA adapter (~35 MB in fp32 for
-Qwen 0.5B at r 16) and the evaluation's answers, one JSONL per model, setting and task. The bank
-holds those and the ledger that says what made them; the corpus and the annotation (read from
+Qwen 0.5B at r 16; while the run is unfinished, its newest checkpoint, ~3× that with the
+optimiser's state, so that a fine-tuning longer than a sitting goes on) and the evaluation's
+answers, one JSONL per model, setting and task. The bank holds those and the ledger that says what made them; the corpus and the annotation (read from
 published datasets), the ceiling and the report are made again.
 
 Layout of the bank (the run folder's own paths)::
 
     stages.json, experiment.json, probe.json        the ledger, the run's settings, the call probe
     train-tools/, train-cc/                           adapter/, train_run.json, README.md,
-                                                      train_summary.json (the "trained" marker)
+                                                      train_summary.json (the "trained" marker);
+                                                      while unfinished: train_run.json and
+                                                      checkpoints/ (the newest and the best)
     eval/<model>/<setting>/<task>/examples.jsonl      the answers (and run.json beside them)
     eval/<model>/perplexity/<task>.jsonl              scored documents
 
 :func:`restore` fills a run folder from the bank (a file already there is kept: it is at least
 as far on); a fine-tuning run is restored by merging its adapter into its base again, with its
-marker written last. :func:`save` copies what the run folder has finished into the bank (JSONL
+marker written last, an unfinished one by putting its banked checkpoints back for the trainer
+to resume from. :func:`save` copies what the run folder has finished into the bank (JSONL
 cut to whole lines: the evaluation appends while it runs); the runner calls it after each stage,
 every ten minutes inside one, and when the run stops. Committing the bank is the user's step,
 as for a campaign's.
@@ -37,7 +41,7 @@ from typing import Callable, Iterable
 
 from ..files import write_atomic
 from ..train.lora import ADAPTER_DIR, merge_adapter_folder
-from ..train.trainer import RUN_FILE, SUMMARY
+from ..train.trainer import CHECKPOINTS, RUN_FILE, SUMMARY, checkpoint_problem, checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -45,16 +49,23 @@ LEDGER = ("stages.json", "experiment.json", "probe.json")
 TRAIN_RUNS = ("train-tools", "train-cc")
 TRAIN_FILES = (RUN_FILE, "README.md")  # and adapter/, then SUMMARY last
 EVAL = ("eval/*/*/*/examples.jsonl", "eval/*/*/*/run.json", "eval/*/perplexity/*.jsonl")
+# Of an unfinished LoRA run's newest checkpoint, what resuming reads (not the tokenizer's copy:
+# the run loads its base's); of its best so far, what loading the best at the end reads.
+RESUME_FILES = ("adapter_model.safetensors", "adapter_config.json", "trainer_state.json", "optimizer.pt",
+                "scheduler.pt", "scaler.pt", "rng_state.pth")
+BEST_FILES = RESUME_FILES[:3]
 
 
 def bankable(out: Path) -> list[Path]:
     """The files of run folder ``out`` that the bank keeps, relative to ``out``; a fine-tuning run's
-    only once it is finished and only with an adapter (a full fine-tuning's weights are ~1.2 GB)."""
+    only with an adapter (a full fine-tuning's weights are ~1.2 GB): once finished, the adapter;
+    until then, :func:`unfinished_checkpoint`."""
     out = Path(out)
     files = [Path(n) for n in LEDGER if (out / n).is_file()]
     for run in TRAIN_RUNS:
         folder = out / run
         if not (folder / SUMMARY).is_file():
+            files += [p.relative_to(out) for p in unfinished_checkpoint(folder)]
             continue
         if not (folder / ADAPTER_DIR).is_dir():
             log.warning("%s is a full fine-tuning run: its weights are not banked (set lora: true)", folder)
@@ -64,6 +75,35 @@ def bankable(out: Path) -> list[Path]:
     for pattern in EVAL:
         files += [p.relative_to(out) for p in sorted(out.glob(pattern))]
     return files
+
+
+def unfinished_checkpoint(folder: Path) -> list[Path]:
+    """What the bank keeps of an unfinished LoRA run in ``folder``, so that a run longer than a
+    sitting goes on elsewhere from where it stopped: its identity (``train_run.json``), its
+    newest whole checkpoint before the last step (what resuming reads: adapter, optimiser,
+    scheduler, random state; ~3× the adapter in fp32) and the best checkpoint so far (its adapter
+    only: the run loads it at the end). A full fine-tuning's checkpoints hold every weight: none
+    is kept (warned). Nothing while no checkpoint is whole."""
+    for ckpt in checkpoints(folder / CHECKPOINTS):
+        state = _state(ckpt)
+        if state is None or checkpoint_problem(ckpt) or state.get("global_step", 0) >= state.get("max_steps", 0):
+            continue  # cut off by a kill, or the last step, which the trainer redoes from the one before
+        if not (ckpt / "adapter_model.safetensors").is_file():
+            log.warning("%s is a full fine-tuning run: its checkpoints are not banked (set lora: true)", folder)
+            return []
+        files = [ckpt / n for n in RESUME_FILES if (ckpt / n).is_file()]
+        best = ckpt.with_name(f"checkpoint-{state['best_global_step']}") if state.get("best_global_step") else None
+        if best is not None and best != ckpt and best.is_dir():
+            files += [best / n for n in BEST_FILES if (best / n).is_file()]
+        return [folder / RUN_FILE] + files if (folder / RUN_FILE).is_file() else []
+    return []
+
+
+def _state(ckpt: Path) -> dict | None:
+    try:
+        return json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _content(path: Path) -> bytes:
@@ -76,17 +116,39 @@ def save(out: Path, bank: Path) -> int:
     """Copy what ``out`` has finished into ``bank``; returns how many files changed there. A
     fine-tuning run's marker is written after its adapter, so a bank cut mid-copy never holds a
     marker without its weights."""
-    changed = 0
-    for rel in bankable(out):
+    changed, kept = 0, bankable(out)
+    for rel in kept:
         data, target = _content(Path(out) / rel), Path(bank) / rel
         if target.is_file() and target.read_bytes() == data:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, data)
         changed += 1
+    changed += _prune_checkpoints(Path(out), Path(bank), set(kept))
     if changed:
         log.info("banked %d changed files of %s in %s", changed, out, bank)
     return changed
+
+
+def _prune_checkpoints(out: Path, bank: Path, kept: set[Path]) -> int:
+    """Drop the bank's checkpoints that ``out`` has gone past: all of a run ``out`` has finished
+    (its adapter is banked), the older ones of a run that banked a newer checkpoint just now. A
+    run ``out`` has not reached (nothing of it banked now) keeps the bank's: they are all there is."""
+    removed = 0
+    for run in TRAIN_RUNS:
+        folder = bank / run / CHECKPOINTS
+        banked_now = any(p.parts[:2] == (run, CHECKPOINTS) for p in kept)
+        if not folder.is_dir() or not ((out / run / SUMMARY).is_file() or banked_now):
+            continue
+        for path in sorted(folder.rglob("*"), reverse=True):  # files before their folders
+            if path.is_file() and path.relative_to(bank) not in kept:
+                path.unlink()
+                removed += 1
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    return removed
 
 
 def restore(out: Path, bank: Path, base_model: str,
@@ -111,11 +173,30 @@ def restore(out: Path, bank: Path, base_model: str,
             (merge or merge_adapter_folder)(dst / ADAPTER_DIR, dst, base_model)
             shutil.copy2(src / SUMMARY, dst / SUMMARY)  # the marker, last
             restored.append(run)
+        elif not (src / SUMMARY).is_file() and not (dst / SUMMARY).is_file():
+            restored += _restore_checkpoint(src, dst)
     evaluated = [p.relative_to(bank) for pattern in EVAL for p in sorted(bank.glob(pattern))]
     restored += _copy_missing(bank, out, evaluated)
     if restored:
         log.info("restored from %s: %s", bank, ", ".join(restored[:6]) + (" …" if len(restored) > 6 else ""))
     return restored
+
+
+def _restore_checkpoint(src: Path, dst: Path) -> list[str]:
+    """Put an unfinished run's banked checkpoints into ``dst`` so that training resumes there,
+    unless ``dst`` is another run (its own identity differs) or has got further itself."""
+    banked = checkpoints(src / CHECKPOINTS)
+    if not banked or not (src / RUN_FILE).is_file():
+        return []
+    if (dst / RUN_FILE).is_file() and (dst / RUN_FILE).read_bytes() != (src / RUN_FILE).read_bytes():
+        log.warning("%s holds checkpoints of another run than the bank's %s: left as it is", dst, src)
+        return []
+    newest = max((int(p.name[11:]) for p in checkpoints(dst / CHECKPOINTS) if not checkpoint_problem(p)), default=-1)
+    if newest >= int(banked[0].name[11:]):
+        return []
+    files = [p.relative_to(src) for p in sorted((src / CHECKPOINTS).rglob("*")) if p.is_file()]
+    _copy_missing(src, dst, files + [Path(RUN_FILE)])
+    return [f"{dst.name}/{CHECKPOINTS}/{banked[0].name}"]
 
 
 def _set_aside(folder: Path) -> Path:

@@ -173,7 +173,8 @@ def train_config(cfg: ExperimentConfig, out: Path, plain: bool, data: Path) -> T
     carved = cstar_dev or bool(cfg.cstar_dataset)  # a dataset brings no held-out documents of its own
     return fine_tuning(cfg, data=str(data), out=str(train_folder(out, plain)), plain_baseline=plain,
                        dev_data=None if carved else str(out / "corpus" / "dev.jsonl"),
-                       dev_with_calls=cstar_dev, keep="best" if plain else cfg.train_keep)
+                       dev_with_calls=cstar_dev, keep="best" if plain else cfg.train_keep,
+                       save_minutes=banked.BANK_EVERY_S / 60 if cfg.bank else 0.0)  # a sitting may end mid-run
 
 
 def stage_train(cfg: ExperimentConfig, out: Path, plain: bool) -> Path:

@@ -63,6 +63,9 @@ class TrainConfig:
     logging_steps: int = field(default=10, metadata=_h("log the training loss every N steps"))
     save_total_limit: int = field(default=2, metadata=_h("checkpoints kept on disk (the best is always kept)"))
     resume: bool = field(default=True, metadata=_h("continue from the last checkpoint in --out if there is one"))
+    save_minutes: float = field(default=0.0, metadata=_h(
+        "also save a checkpoint every N minutes of training (0: only at the evaluation steps), so a run "
+        "stopped between them loses at most that much; an experiment's bank keeps the newest"))
     keep_checkpoints: bool = field(default=False, metadata=_h(
         "keep --out/checkpoints after a finished run (they exist to resume an interrupted one)"))
     # ------------------------------------------------------------ hardware
@@ -93,6 +96,8 @@ class TrainConfig:
                      "eval_batch_size", "logging_steps", "dev_docs", "lora_r"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be at least 1")
+        if self.save_minutes < 0:
+            problems.append("--save-minutes must be 0 (off) or more")
         if not 0.0 <= self.warmup_ratio < 1.0:
             problems.append("--warmup-ratio must be in [0, 1)")
         if not 0.0 <= self.dev_fraction < 1.0:

@@ -144,6 +144,27 @@ class EvaluateAtEnd(TrainerCallback):
         return control
 
 
+class SaveOnTime(TrainerCallback):
+    """A checkpoint every ``minutes`` of training besides those at the evaluation steps. Why: a
+    run of hours is stopped where a sitting ends, not where it last evaluated; with this it loses
+    at most ``minutes`` (an experiment's bank carries the newest checkpoint to the next machine).
+    A save changes nothing the run learns, and the run's last step is saved anyway."""
+
+    def __init__(self, minutes: float):
+        self.every, self.last = 60.0 * minutes, time.monotonic()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.every and state.global_step < state.max_steps and time.monotonic() - self.last >= self.every:
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last = time.monotonic()
+
+
 # ---------------------------------------------------------------- setup
 def _device(cfg: TrainConfig) -> str:
     return cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -261,7 +282,7 @@ def _check_out(out: Path, base: str | None = None) -> None:
 
 RUN_FILE = "train_run.json"
 # Settings a resumed run may change: where it runs and what it keeps, not what it learns.
-NOT_LEARNED = {"out", "resume", "keep_checkpoints", "device", "save_total_limit", "logging_steps",
+NOT_LEARNED = {"out", "resume", "keep_checkpoints", "save_minutes", "device", "save_total_limit", "logging_steps",
                "eval_batch_size", "batch_size", "deepspeed", "gradient_checkpointing"}
 
 
@@ -310,12 +331,9 @@ def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
     before the summary): the Trainer resumed there runs a step 'max_steps + 1' that trains nothing
     but logs an extra evaluation and loss, so the summary and report differed from an
     uninterrupted run's (the kill -9 campaign found it); the steps since the one before are redone."""
-    folder = out / CHECKPOINTS
-    if not (resume and folder.is_dir()):
+    if not resume:
         return None
-    steps = sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
-                   key=lambda p: int(p.name[11:]), reverse=True)
-    for ckpt in steps:
+    for ckpt in checkpoints(out / CHECKPOINTS):
         if int(ckpt.name[11:]) >= max_steps:
             log.info("not resuming from %s: it is the run's last step; redoing the steps since the one before", ckpt)
             continue
@@ -325,6 +343,14 @@ def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
             return str(ckpt)
         log.warning("skipping %s: %s (cut off by a kill?); resuming from the checkpoint before it", ckpt, problem)
     return None
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """The Trainer's checkpoint folders in ``folder``, newest first (none: [])."""
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
+                  key=lambda p: int(p.name[11:]), reverse=True)
 
 
 def checkpoint_problem(ckpt: Path) -> str | None:
@@ -382,7 +408,7 @@ def _save_final(trainer, tokenizer, out: Path, is_lora: bool) -> None:
     staging.rmdir()
 
 
-def _make_trainer(args, model, tokenizer, prepared: dict):
+def _make_trainer(args, model, tokenizer, prepared: dict, save_minutes: float = 0.0):
     has_dev = len(prepared["dev"]) > 0
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     trainer = Trainer(
@@ -394,6 +420,8 @@ def _make_trainer(args, model, tokenizer, prepared: dict):
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(LossBar())
     trainer.add_callback(EvaluateAtEnd())
+    if save_minutes:
+        trainer.add_callback(SaveOnTime(save_minutes))
     return trainer
 
 
@@ -420,7 +448,7 @@ def run_training(cfg: TrainConfig) -> dict[str, Any]:
     if len(prepared["train"]) == 0:
         raise data.DataError(f"{cfg.data} gives no training sequences of two or more tokens")
     args = build_arguments(cfg, out, grad_accum, bf16, len(prepared["dev"]) > 0, resume_from is not None)
-    trainer = _make_trainer(args, load_model(cfg, base_path), tokenizer, prepared)
+    trainer = _make_trainer(args, load_model(cfg, base_path), tokenizer, prepared, cfg.save_minutes)
     log.info("training %s on %d sequences (%d tokens) for %d steps of %d x %d x %d sequences%s",
              cfg.model, len(prepared["train"]), prepared["train"].n_tokens, cfg.max_steps, cfg.batch_size,
              grad_accum, world, " ('+CC' baseline)" if cfg.plain_baseline else "")
