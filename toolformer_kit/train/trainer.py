@@ -157,12 +157,23 @@ class SaveOnTime(TrainerCallback):
         self.last = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.every and state.global_step < state.max_steps and time.monotonic() - self.last >= self.every:
+        due = state.global_step < state.max_steps and time.monotonic() - self.last >= self.every
+        if self.every and _on_every_rank(due, args.device):
             control.should_save = True
         return control
 
     def on_save(self, args, state, control, **kwargs):
         self.last = time.monotonic()
+
+
+def _on_every_rank(flag: bool, device) -> bool:
+    """Rank 0's ``flag`` on every process: a save is collective under DeepSpeed, so ranks whose
+    clocks disagree by a step must not decide apart (they would wait on each other for ever)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return flag
+    t = torch.tensor([int(flag)], device=device)
+    torch.distributed.broadcast(t, src=0)
+    return bool(t.item())
 
 
 # ---------------------------------------------------------------- setup
