@@ -63,6 +63,19 @@ def crash_at_step(monkeypatch, step: int):
     return original
 
 
+def count_steps(monkeypatch, original) -> list[int]:
+    """Put ``original`` (what :func:`crash_at_step` replaced) back, recording each step the next
+    run trains: the list it returns fills as that run goes."""
+    steps_run = []
+
+    def count(self, args, state, control, **kw):
+        steps_run.append(state.global_step)
+        return original(self, args, state, control, **kw)
+
+    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    return steps_run
+
+
 def _cfg(model, cstar, dev, out, **kw):
     base = dict(model=model, data=str(cstar), dev_data=str(dev), out=str(out), max_length=32, batch_size=4,
                 effective_batch=4, max_steps=4, eval_steps=2, learning_rate=1e-3, device="cpu", logging_steps=1)
@@ -78,13 +91,7 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(tiny_model, files, tmp
     assert (tmp_path / "run" / "checkpoints" / "checkpoint-2").is_dir()
     assert not (tmp_path / "run" / trainer_mod.SUMMARY).exists()
 
-    steps_run = []
-
-    def count(self, args, state, control, **kw):
-        steps_run.append(state.global_step)
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    steps_run = count_steps(monkeypatch, original)
     with caplog.at_level(logging.INFO, logger="toolformer_kit.train.trainer"):
         summary = trainer_mod.run_training(cfg)
     assert "resuming from" in caplog.text and "checkpoint-2" in caplog.text
@@ -315,13 +322,7 @@ def test_a_timed_save_between_evaluations_resumes_to_the_uninterrupted_weights(t
     with pytest.raises(KeyboardInterrupt):
         trainer_mod.run_training(cfg)
     assert (tmp_path / "b" / "checkpoints" / "checkpoint-3").is_dir()
-    steps_run = []
-
-    def count(self, args, state, control, **kw):
-        steps_run.append(state.global_step)
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    steps_run = count_steps(monkeypatch, original)
     resumed = trainer_mod.run_training(cfg)
     assert steps_run == [4]
     assert resumed["evaluations"] == whole["evaluations"] and resumed["best_step"] == whole["best_step"]
@@ -354,13 +355,7 @@ def test_an_unfinished_lora_run_goes_on_from_the_bank_on_a_fresh_machine(tiny_mo
     assert not any("tokenizer" in n or "checkpoint-1/" in n for n in banked)  # the newest and the best only
     shutil.rmtree(out)  # the machine is gone
     assert B.restore(out, bank, tiny_model) == ["train-tools/checkpoints/checkpoint-3"]
-    steps_run = []
-
-    def count(self, args, state, control, **kw):
-        steps_run.append(state.global_step)
-        return original(self, args, state, control, **kw)
-
-    monkeypatch.setattr(trainer_mod.EvaluateAtEnd, "on_step_end", count)
+    steps_run = count_steps(monkeypatch, original)
     resumed = trainer_mod.run_training(cfg)
     assert steps_run == [4] and resumed["best_step"] == whole["best_step"]
     a, b = load_file(str(tmp_path / "a" / "model.safetensors")), load_file(str(out / "train-tools" / "model.safetensors"))

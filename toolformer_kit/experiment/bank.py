@@ -6,8 +6,9 @@ lost with its machine; the one-model recipe needs ~8 hours of CPU. What cannot b
 quickly and deterministically is small: each fine-tuning run's LoRA adapter (~35 MB in fp32 for
 Qwen 0.5B at r 16; while the run is unfinished, its newest checkpoint, ~3× that with the
 optimiser's state, so that a fine-tuning longer than a sitting goes on) and the evaluation's
-answers, one JSONL per model, setting and task. The bank holds those and the ledger that says what made them; the corpus and the annotation (read from
-published datasets), the ceiling and the report are made again.
+answers, one JSONL per model, setting and task. The bank holds those and the ledger that says
+what made them; the corpus and the annotation (read from published datasets), the ceiling and
+the report are made again.
 
 Layout of the bank (the run folder's own paths)::
 
@@ -41,7 +42,7 @@ from typing import Callable, Iterable
 
 from ..files import write_atomic
 from ..train.lora import ADAPTER_DIR, merge_adapter_folder
-from ..train.trainer import CHECKPOINTS, RUN_FILE, SUMMARY, checkpoint_problem, checkpoints
+from ..train.trainer import CHECKPOINTS, RUN_FILE, SUMMARY, checkpoint_problem, checkpoint_step, checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +192,8 @@ def _restore_checkpoint(src: Path, dst: Path) -> list[str]:
     if (dst / RUN_FILE).is_file() and (dst / RUN_FILE).read_bytes() != (src / RUN_FILE).read_bytes():
         log.warning("%s holds checkpoints of another run than the bank's %s: left as it is", dst, src)
         return []
-    newest = max((int(p.name[11:]) for p in checkpoints(dst / CHECKPOINTS) if not checkpoint_problem(p)), default=-1)
-    if newest >= int(banked[0].name[11:]):
+    newest = max((checkpoint_step(p) for p in checkpoints(dst / CHECKPOINTS) if not checkpoint_problem(p)), default=-1)
+    if newest >= checkpoint_step(banked[0]):
         return []
     files = [p.relative_to(src) for p in sorted((src / CHECKPOINTS).rglob("*")) if p.is_file()]
     _copy_missing(src, dst, files + [Path(RUN_FILE)])

@@ -158,7 +158,7 @@ class SaveOnTime(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         due = state.global_step < state.max_steps and time.monotonic() - self.last >= self.every
-        if self.every and _on_every_rank(due, args.device):
+        if _on_every_rank(due, args.device):
             control.should_save = True
         return control
 
@@ -345,7 +345,7 @@ def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
     if not resume:
         return None
     for ckpt in checkpoints(out / CHECKPOINTS):
-        if int(ckpt.name[11:]) >= max_steps:
+        if checkpoint_step(ckpt) >= max_steps:
             log.info("not resuming from %s: it is the run's last step; redoing the steps since the one before", ckpt)
             continue
         problem = checkpoint_problem(ckpt)
@@ -356,12 +356,17 @@ def _last_checkpoint(out: Path, resume: bool, max_steps: int) -> str | None:
     return None
 
 
+def checkpoint_step(ckpt: Path) -> int:
+    """The step of a Trainer checkpoint folder, from its name (``checkpoint-N``)."""
+    return int(ckpt.name.removeprefix("checkpoint-"))
+
+
 def checkpoints(folder: Path) -> list[Path]:
     """The Trainer's checkpoint folders in ``folder``, newest first (none: [])."""
     if not folder.is_dir():
         return []
-    return sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()),
-                  key=lambda p: int(p.name[11:]), reverse=True)
+    return sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.removeprefix("checkpoint-").isdigit()),
+                  key=checkpoint_step, reverse=True)
 
 
 def checkpoint_problem(ckpt: Path) -> str | None:
