@@ -365,8 +365,8 @@ def checkpoints(folder: Path) -> list[Path]:
     """The Trainer's checkpoint folders in ``folder``, newest first (none: [])."""
     if not folder.is_dir():
         return []
-    return sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.removeprefix("checkpoint-").isdigit()),
-                  key=checkpoint_step, reverse=True)
+    found = (p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.removeprefix("checkpoint-").isdigit())
+    return sorted(found, key=checkpoint_step, reverse=True)
 
 
 def checkpoint_problem(ckpt: Path) -> str | None:
